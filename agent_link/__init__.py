@@ -1,0 +1,1 @@
+"""Protocol v1 messages, MQTT link, outbox and the agent-side test harness."""

@@ -1,0 +1,75 @@
+"""Remembered command ids, so a duplicate command is executed once, also across restarts."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+_LOGGER = logging.getLogger(__name__)
+
+
+class CommandIdStore:
+    """The last ``capacity`` command ids, in memory and in SQLite (oldest evicted first).
+
+    A database error is logged and the store keeps working from memory (the daemon keeps serving);
+    only persistence across a restart is lost then.
+    """
+
+    def __init__(self, path: str | Path, capacity: int = 10_000) -> None:
+        if capacity < 1:
+            raise ValueError(f"capacity must be at least 1, got {capacity}")
+        self.path = Path(path)
+        self.capacity = capacity
+        self._ids: OrderedDict[str, None] = OrderedDict()
+        self._lock = threading.Lock()
+        self._db: sqlite3.Connection | None = None
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=FULL")
+            db.execute("CREATE TABLE IF NOT EXISTS ids (n INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE)")
+            rows = db.execute("SELECT id FROM ids ORDER BY n DESC LIMIT ?", (capacity,)).fetchall()
+            self._db = db
+        except (sqlite3.Error, OSError) as err:
+            _LOGGER.error("Command id store %s unusable, remembering ids in memory only: %s", self.path, err)
+            rows = []
+        for (command_id,) in reversed(rows):
+            self._ids[command_id] = None
+
+    def seen(self, command_id: str) -> bool:
+        """True if ``command_id`` was remembered (and not yet evicted)."""
+        with self._lock:
+            return command_id in self._ids
+
+    def remember(self, command_id: str) -> None:
+        """Remember ``command_id``; evict the oldest beyond ``capacity``."""
+        with self._lock:
+            if command_id in self._ids:
+                return
+            self._ids[command_id] = None
+            while len(self._ids) > self.capacity:
+                self._ids.popitem(last=False)
+            if self._db is None:
+                return
+            try:
+                self._db.execute("INSERT OR IGNORE INTO ids (id) VALUES (?)", (command_id,))
+                cur = self._db.execute("SELECT MAX(n) FROM ids").fetchone()
+                if cur and cur[0] is not None and cur[0] % 100 == 0:
+                    self._db.execute("DELETE FROM ids WHERE n <= ?", (int(cur[0]) - self.capacity,))
+            except sqlite3.Error as err:
+                _LOGGER.error("Cannot persist command id %r in %s: %s", command_id, self.path, err)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._ids)
+
+    def close(self) -> None:
+        """Close the database."""
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None

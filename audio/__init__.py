@@ -1,0 +1,1 @@
+"""Audio: capture, VAD endpointing, STT and confidence, TTS, playback."""

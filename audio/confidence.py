@@ -1,0 +1,213 @@
+"""Transcript confidence: raw decode features and a calibrated logistic score in (0, 1].
+
+The features come from the decode itself (token and word probabilities, no-speech probability,
+compression ratio, temperature fallbacks) and from the audio (VAD speech share, level). A logistic
+regression fitted offline by ``audio/eval_confidence.py fit`` on generated sets maps them to the
+probability that the transcript is right. Its coefficients live in ``confidence_calibration.json``
+next to this module. A computed score is never exactly 0 (0 means "no signal from the provider").
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from pathlib import Path
+
+_LOGGER = logging.getLogger(__name__)
+
+CALIBRATION_PATH = Path(__file__).with_name("confidence_calibration.json")
+MIN_CONFIDENCE = 0.001
+"""Lowest computed confidence; exactly 0 is reserved for "the provider gave no signal"."""
+
+FILLER_PHRASES = frozenset(
+    {
+        "you",
+        "thank you",
+        "thank you very much",
+        "thanks",
+        "thanks for watching",
+        "thank you for watching",
+        "thanks for watching and ill see you next time",
+        "bye",
+        "bye bye",
+        "goodbye",
+        "good night",
+        "okay",
+        "oh",
+        "so",
+        "the",
+        "i",
+        "hmm",
+        "music",
+        "applause",
+        "silence",
+    }
+)
+"""Texts Whisper is known to invent over near-silence and noise (normalised)."""
+
+
+def normalise_text(text: str) -> str:
+    """Lower-case, strip punctuation and bracketed sound tags, collapse spaces."""
+    text = re.sub(r"[\[\(\*].*?[\]\)\*]", " ", text.lower())
+    text = re.sub(r"[^a-z0-9' ]+", " ", text).replace("'", "")
+    return " ".join(text.split())
+
+
+@dataclass(frozen=True, slots=True)
+class ConfidenceFeatures:
+    """Raw signals from one decode, before calibration."""
+
+    avg_logprob: float
+    """Mean token log-probability of the chosen hypothesis."""
+    min_token_prob: float
+    """Lowest probability of any text token (1.0 when unknown)."""
+    mean_word_prob: float
+    """Mean over words of the product of their token probabilities."""
+    min_word_prob: float
+    """Lowest word probability."""
+    no_speech_prob: float
+    """Whisper's no-speech probability."""
+    compression_ratio: float
+    """gzip compression ratio of the text (high = repetitive)."""
+    fallbacks: int
+    """Re-decodes needed (temperature fallback or full-window repetition guard)."""
+    speech_ratio: float
+    """Share of VAD speech frames in the utterance (1.0 when unknown)."""
+    level_db: float
+    """Loudness of the loudest 30 ms frames (90th percentile), dBFS."""
+    audio_s: float
+    """Utterance length in seconds."""
+    n_words: int
+    """Number of words in the transcript."""
+    filler: bool
+    """The transcript is one of Whisper's typical hallucinated fillers."""
+
+    def as_dict(self) -> dict[str, float]:
+        """Features as a plain dict (for JSON and fitting)."""
+        return {k: float(v) for k, v in asdict(self).items()}
+
+
+def feature_vector(f: ConfidenceFeatures) -> list[float]:
+    """The model inputs derived from ``f`` (order matches ``FEATURE_NAMES``)."""
+    level = max(-80.0, min(0.0, f.level_db))
+    words_per_s = f.n_words / max(0.3, f.audio_s)
+    filler = 1.0 if f.filler else 0.0
+    return [
+        max(-3.0, f.avg_logprob),
+        math.log(max(1e-4, f.min_token_prob)),
+        math.log(max(1e-4, f.mean_word_prob)),
+        math.log(max(1e-4, f.min_word_prob)),
+        f.no_speech_prob,
+        min(4.0, f.compression_ratio),
+        float(min(f.fallbacks, 3)),
+        f.speech_ratio,
+        (level + 40.0) / 20.0,
+        min(6.0, words_per_s),
+        filler,
+        filler * f.no_speech_prob,
+        filler * (level + 40.0) / 20.0,
+        filler * (1.0 - f.speech_ratio),
+    ]
+
+
+FEATURE_NAMES = (
+    "avg_logprob",
+    "log_min_token_prob",
+    "log_mean_word_prob",
+    "log_min_word_prob",
+    "no_speech_prob",
+    "compression_ratio",
+    "fallbacks",
+    "speech_ratio",
+    "level",
+    "words_per_s",
+    "filler",
+    "filler_x_no_speech",
+    "filler_x_level",
+    "filler_x_nonspeech_ratio",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """Logistic regression over standardised ``feature_vector`` inputs."""
+
+    names: tuple[str, ...]
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    coef: tuple[float, ...]
+    intercept: float
+
+    def probability(self, x: list[float]) -> float:
+        """P(transcript right | features)."""
+        z = self.intercept
+        for xi, m, s, c in zip(x, self.mean, self.scale, self.coef, strict=True):
+            z += c * (xi - m) / s
+        return 1.0 / (1.0 + math.exp(-max(-40.0, min(40.0, z))))
+
+    def to_json(self) -> str:
+        """Serialise for ``confidence_calibration.json``."""
+        return json.dumps(asdict(self), indent=2) + "\n"
+
+
+def _heuristic_calibration() -> Calibration:
+    """Hand-set weights used until a fitted calibration file exists."""
+    n = len(FEATURE_NAMES)
+    coef = [1.5, 0.3, 0.8, 0.3, -2.0, -1.0, -0.5, 1.0, 0.5, 0.0, -0.5, -1.0, 0.5, -1.0]
+    return Calibration(FEATURE_NAMES, (0.0,) * n, (1.0,) * n, tuple(coef), 2.0)
+
+
+@lru_cache(maxsize=1)
+def load_calibration(path: Path = CALIBRATION_PATH) -> Calibration:
+    """The fitted calibration, or hand-set weights (with a warning) if the file is missing or stale."""
+    try:
+        raw = json.loads(path.read_text())
+        cal = Calibration(
+            names=tuple(raw["names"]),
+            mean=tuple(raw["mean"]),
+            scale=tuple(raw["scale"]),
+            coef=tuple(raw["coef"]),
+            intercept=float(raw["intercept"]),
+        )
+    except (OSError, ValueError, KeyError) as err:
+        _LOGGER.warning("no usable confidence calibration at %s (%s); using hand-set weights", path, err)
+        return _heuristic_calibration()
+    if cal.names != FEATURE_NAMES:
+        _LOGGER.warning("confidence calibration %s has other features; using hand-set weights", path)
+        return _heuristic_calibration()
+    return cal
+
+
+def score(features: ConfidenceFeatures, calibration: Calibration | None = None) -> float:
+    """Calibrated confidence in [MIN_CONFIDENCE, 1] for a non-empty transcript."""
+    cal = calibration or load_calibration()
+    p = cal.probability(feature_vector(features))
+    return min(1.0, max(MIN_CONFIDENCE, p))
+
+
+_ONES = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen \
+sixteen seventeen eighteen nineteen".split()
+_TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
+
+
+def _number_words(n: int) -> str:
+    if n < 20:
+        return _ONES[n]
+    if n < 100:
+        return _TENS[n // 10] + ("" if n % 10 == 0 else " " + _ONES[n % 10])
+    if n < 1000:
+        rest = "" if n % 100 == 0 else " " + _number_words(n % 100)
+        return _ONES[n // 100] + " hundred" + rest
+    return str(n)
+
+
+def normalise_for_wer(text: str) -> str:
+    """``normalise_text`` plus numbers spelled out ("2" → "two"), for word error rates."""
+    words = []
+    for w in normalise_text(text.replace(",", "")).split():
+        words.append(_number_words(int(w)) if w.isdigit() and len(w) <= 3 else w)
+    return " ".join(words)

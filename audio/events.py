@@ -1,0 +1,124 @@
+"""Events the audio parts emit, and the small interfaces they are driven through.
+
+These are the *only* types the orchestrator (``device``) needs from ``audio``. Every event carries
+``ts``: unix seconds (``time.time()``) when the thing happened at the edge (first sample of speech,
+first sample reaching the speaker, ...), not when the event was handled.
+
+Parts call an ``EventSink`` from the asyncio event loop thread (worker threads hand results over
+with ``loop.call_soon_threadsafe`` first). The sink must not block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+FailureReason = Literal["no_speech", "too_short", "too_long", "stt_error", "interrupted"]
+"""Why an utterance produced no transcript (protocol v1 ``utterance_failed.reason``)."""
+
+Viseme = Literal["rest", "aa", "ee", "oo", "mbp", "fv", "l", "s"]
+"""Mouth shapes for lip-sync: rest (closed, relaxed), aa (open), ee (wide), oo (round),
+mbp (lips pressed), fv (lower lip to teeth), l (tongue, half open), s (teeth, narrow)."""
+
+
+# ---- hearing -------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class SpeechStarted:
+    """VAD saw the user start speaking."""
+
+    utterance: str
+    ts: float
+
+
+@dataclass(frozen=True, slots=True)
+class SpeechEnded:
+    """The user stopped speaking; ``audio_ms`` is the utterance length sent to STT (ms)."""
+
+    utterance: str
+    audio_ms: int
+    ts: float
+
+
+@dataclass(frozen=True, slots=True)
+class Transcribed:
+    """STT produced text for an utterance (``confidence`` in [0, 1])."""
+
+    utterance: str
+    text: str
+    confidence: float
+    language: str
+    audio_ms: int
+    decode_ms: int
+    ts: float
+
+
+@dataclass(frozen=True, slots=True)
+class UtteranceFailed:
+    """An utterance that produced no transcript."""
+
+    utterance: str
+    reason: FailureReason
+    detail: str
+    ts: float
+
+
+# ---- speaking ------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class VisemeCue:
+    """Mouth shape ``viseme`` from ``start`` to ``end`` seconds after its sentence's first sample."""
+
+    start: float
+    end: float
+    viseme: Viseme
+
+
+@dataclass(frozen=True, slots=True)
+class PlaybackStarted:
+    """The first audio sample of reply ``say`` reached the output."""
+
+    say: str
+    ts: float
+
+
+@dataclass(frozen=True, slots=True)
+class SentencePlaying:
+    """A synthesised piece of reply ``say`` started playing at ``ts``.
+
+    ``start``/``end`` are character offsets into the concatenation of every ``text`` passed to
+    ``Speaker.speak`` for this ``say`` id (so the orchestrator can fire emotion marks at the right
+    word); ``duration`` is its audio length in seconds; ``visemes`` are relative to ``ts``.
+    """
+
+    say: str
+    start: int
+    end: int
+    duration: float
+    visemes: tuple[VisemeCue, ...]
+    ts: float
+
+
+@dataclass(frozen=True, slots=True)
+class PlaybackFinished:
+    """The last sample of reply ``say`` was played, or it was stopped/dropped (``interrupted``)."""
+
+    say: str
+    interrupted: bool
+    ts: float
+
+
+# ---- device health -------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class AudioDeviceProblem:
+    """An input/output device failed (``ok=False``) or came back (``ok=True``); ``detail`` says which."""
+
+    direction: Literal["input", "output"]
+    ok: bool
+    detail: str
+    ts: float
+
+
+HearingEvent = SpeechStarted | SpeechEnded | Transcribed | UtteranceFailed | AudioDeviceProblem
+SpeakingEvent = PlaybackStarted | SentencePlaying | PlaybackFinished | AudioDeviceProblem
+AudioEvent = HearingEvent | SpeakingEvent
+EventSink = Callable[[AudioEvent], None]

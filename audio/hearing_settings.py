@@ -1,0 +1,85 @@
+"""Settings for hearing: microphone capture, voice activity endpointing and speech-to-text."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class HearingSettings:
+    """Everything the hearing part can be tuned with (one TOML table, ``[hearing]``)."""
+
+    input_device: str | None = None
+    """Input device name or case-insensitive substring; None means the system default (default None)."""
+
+    sample_rate: int = 16000
+    """Rate the pipeline works at, in Hz; hardware at 44.1/48 kHz is resampled to it (default 16000)."""
+
+    device_sample_rate: int = 0
+    """Rate to open the hardware at, in Hz; 0 tries ``sample_rate`` then the device's default (default 0)."""
+
+    block_ms: int = 30
+    """Capture block and VAD frame length, in milliseconds: 10, 20 or 30 (default 30)."""
+
+    reopen_interval_s: float = 2.0
+    """Seconds between attempts to reopen a missing or unplugged microphone (default 2.0)."""
+
+    vad_aggressiveness: int = 1
+    """webrtcvad aggressiveness 0 (lenient) .. 3 (strict) (default 1)."""
+
+    energy_gate_db: float = -55.0
+    """Frames quieter than this level (dBFS RMS) never count as speech (default -55.0)."""
+
+    noise_margin_db: float = 9.0
+    """Frames must also be this many dB above the tracked noise floor to count as speech (default 9.0)."""
+
+    start_window_ms: int = 240
+    """Window in which speech must dominate to start an utterance, in milliseconds (default 240)."""
+
+    start_speech_ms: int = 90
+    """Speech needed inside ``start_window_ms`` to start an utterance, in milliseconds (default 90)."""
+
+    end_silence_ms: int = 700
+    """Silence that ends an utterance, in milliseconds (default 700)."""
+
+    pre_roll_ms: int = 300
+    """Audio kept from before the detected start so the first syllable is never cut, in ms (default 300)."""
+
+    post_roll_ms: int = 200
+    """Trailing silence kept at the end of an utterance sent to STT, in milliseconds (default 200)."""
+
+    min_utterance_ms: int = 100
+    """Utterances whose speech (first to last speech frame) is shorter fail ``too_short``, ms (default 100)."""
+
+    max_utterance_ms: int = 15000
+    """Utterances longer than this fail with ``too_long``, in milliseconds (default 15000)."""
+
+    half_duplex: bool = True
+    """Discard microphone audio while the device speaks (default True)."""
+
+    speaking_tail_ms: int = 300
+    """Audio also discarded after the device stops speaking (echo/room tail), in ms (default 300)."""
+
+    stt_model: str = ""
+    """Whisper model directory or faster-whisper model name; empty means packaged tiny.en (default "")."""
+
+    stt_compute_type: str = "int8"
+    """CTranslate2 compute type, e.g. int8, int8_float32, float32 (default "int8")."""
+
+    stt_threads: int = 2
+    """CPU threads for Whisper (default 2)."""
+
+    stt_beam_size: int = 1
+    """Beam size for decoding; 1 is greedy and fastest (default 1)."""
+
+    stt_language: str = "en"
+    """Language code passed to Whisper (default "en"; English-only models ignore others)."""
+
+    stt_short_window: bool = True
+    """Encode only the real audio plus a margin instead of Whisper's full 30 s window (default True)."""
+
+    stt_window_margin_ms: int = 1000
+    """Silence margin appended after the audio when encoding a short window, in ms (default 1000)."""
+
+    stt_min_window_ms: int = 3000
+    """Shortest encoder window used by the short-window path, in milliseconds (default 3000)."""

@@ -1,0 +1,286 @@
+"""The ears: microphone → VAD endpointer → Whisper, emitting hearing events on the event loop.
+
+Event order per utterance: ``SpeechStarted``, then usually ``SpeechEnded``, then exactly one of
+``Transcribed`` or ``UtteranceFailed`` with the same id:
+
+- ``too_short``: SpeechEnded, then UtteranceFailed.
+- ``too_long``: UtteranceFailed only (the user was still talking; the rest is ignored until silence).
+- ``interrupted``: UtteranceFailed only — the microphone was closed or lost, or the device started
+  speaking (half-duplex: what the user says over the device's own voice is not used).
+- ``no_speech`` (Whisper heard nothing) and ``stt_error``: after SpeechEnded.
+
+Decodes run one at a time on a single worker thread; a decode already running when the microphone
+closes still completes and emits its result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from audio.capture import AudioSource, MicrophoneUnavailable
+from audio.events import (
+    AudioDeviceProblem,
+    EventSink,
+    SpeechEnded,
+    SpeechStarted,
+    Transcribed,
+    UtteranceFailed,
+)
+from audio.hearing_settings import HearingSettings
+from audio.stt import Transcription, WhisperTranscriber
+from audio.vad import FrameSegmenter, UtteranceBegan, UtteranceComplete, UtteranceRejected
+from audio.wav import FloatArray
+
+_LOGGER = logging.getLogger(__name__)
+
+
+def _new_id() -> str:
+    return "u-" + uuid.uuid4().hex[:12]
+
+
+class Listener:
+    """Opens the microphone on wake, closes it on sleep, and turns speech into events."""
+
+    def __init__(
+        self,
+        settings: HearingSettings,
+        source: AudioSource,
+        transcriber: WhisperTranscriber,
+        emit: EventSink,
+        *,
+        utterance_ids: Callable[[], str] | None = None,
+    ) -> None:
+        self.settings = settings
+        self._source = source
+        self._stt = transcriber
+        self._emit = emit
+        self._ids = utterance_ids or _new_id
+        self._segmenter = FrameSegmenter(settings)
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="whisper")
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._want_open = False
+        self._stream_live = False
+        self._generation = 0
+        self._resampler: Any = None
+        self._utterance: str | None = None
+        self._speaking = False
+        self._tail_left = 0
+        self._samples = 0
+        self._last_block = 0.0
+        self._decodes: set[asyncio.Task[None]] = set()
+        self._reopen_task: asyncio.Task[None] | None = None
+        self._watchdog: asyncio.Task[None] | None = None
+        self.discarded_samples = 0
+        """Samples thrown away by half-duplex (device speaking + tail)."""
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the microphone is wanted open (it may be waiting for the device to come back)."""
+        return self._want_open
+
+    @property
+    def overflows(self) -> int:
+        """Input overflows counted by the source."""
+        return self._source.overflows
+
+    # ---- open / close ---------------------------------------------------------------------------
+    async def open(self) -> None:
+        """Open the microphone stream (safe to call twice). A missing device is reported with
+        ``AudioDeviceProblem(ok=False)`` and retried every ``reopen_interval_s``."""
+        if self._want_open:
+            return
+        self._loop = asyncio.get_running_loop()
+        self._want_open = True
+        try:
+            self._start_source()
+        except MicrophoneUnavailable as err:
+            self._device_problem(False, str(err))
+            self._schedule_reopen()
+        self._watchdog = asyncio.create_task(self._watch_stalls())
+
+    async def close(self) -> None:
+        """Close the stream; an utterance in progress fails with ``interrupted``."""
+        if not self._want_open:
+            return
+        self._want_open = False
+        for task in (self._reopen_task, self._watchdog):
+            if task is not None:
+                task.cancel()
+        self._reopen_task = self._watchdog = None
+        self._stop_source()
+        self._interrupt("microphone closed")
+
+    async def aclose(self) -> None:
+        """Close and wait for queued decodes to finish; the Listener cannot be used afterwards."""
+        await self.close()
+        if self._decodes:
+            await asyncio.gather(*self._decodes, return_exceptions=True)
+        self._executor.shutdown(wait=True)
+
+    def set_speaking(self, active: bool) -> None:
+        """Half-duplex: the device started/stopped speaking. While it speaks, and for
+        ``speaking_tail_ms`` after, microphone audio is discarded; an utterance in progress when
+        speaking starts fails with ``interrupted``."""
+        if not self.settings.half_duplex:
+            self._speaking = active
+            return
+        if active and not self._speaking:
+            self._interrupt("device started speaking")
+            self._segmenter.reset()
+        if not active and self._speaking:
+            self._tail_left = self.settings.sample_rate * self.settings.speaking_tail_ms // 1000
+        self._speaking = active
+
+    # ---- source handling ------------------------------------------------------------------------
+    def _start_source(self) -> None:
+        self._generation += 1
+        gen = self._generation
+        loop = self._loop
+        assert loop is not None
+
+        def on_audio(block: FloatArray) -> None:
+            with contextlib.suppress(RuntimeError):  # loop closed during shutdown
+                loop.call_soon_threadsafe(self._on_block, gen, block)
+
+        def on_lost(detail: str) -> None:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self._on_lost, gen, detail)
+
+        rate = self._source.open(on_audio, on_lost)
+        self._resampler = None
+        if rate != self.settings.sample_rate:
+            import soxr
+
+            self._resampler = soxr.ResampleStream(rate, self.settings.sample_rate, 1, dtype="float32")
+        self._segmenter.reset()
+        self._stream_live = True
+        self._last_block = time.monotonic()
+
+    def _stop_source(self) -> None:
+        self._generation += 1
+        self._stream_live = False
+        try:
+            self._source.close()
+        except Exception as err:
+            _LOGGER.warning("closing audio source: %s", err)
+
+    def _on_lost(self, gen: int, detail: str) -> None:
+        if gen != self._generation or not self._want_open:
+            return
+        self._stop_source()
+        self._interrupt("microphone lost")
+        self._device_problem(False, detail)
+        self._schedule_reopen()
+
+    def _schedule_reopen(self) -> None:
+        if self._reopen_task is None or self._reopen_task.done():
+            self._reopen_task = asyncio.create_task(self._reopen_loop())
+
+    async def _reopen_loop(self) -> None:
+        while self._want_open and not self._stream_live:
+            await asyncio.sleep(self.settings.reopen_interval_s)
+            if not self._want_open:
+                return
+            try:
+                self._start_source()
+            except MicrophoneUnavailable as err:
+                _LOGGER.debug("microphone still unavailable: %s", err)
+                continue
+            self._device_problem(True, f"input device {self.settings.input_device or 'default'!r} is back")
+
+    async def _watch_stalls(self) -> None:
+        limit = max(2.0, 3 * self.settings.block_ms / 1000)
+        while self._want_open:
+            await asyncio.sleep(1.0)
+            if self._stream_live and time.monotonic() - self._last_block > limit:
+                self._on_lost(self._generation, "input device stopped delivering audio")
+
+    def _device_problem(self, ok: bool, detail: str) -> None:
+        (_LOGGER.info if ok else _LOGGER.warning)("microphone: %s", detail)
+        self._emit(AudioDeviceProblem(direction="input", ok=ok, detail=detail, ts=time.time()))
+
+    # ---- audio → events -------------------------------------------------------------------------
+    def _on_block(self, gen: int, block: FloatArray) -> None:
+        if gen != self._generation or not self._want_open:
+            return
+        now = time.time()
+        self._last_block = time.monotonic()
+        if self._resampler is not None:
+            block = self._resampler.resample_chunk(block)
+        if self.settings.half_duplex and (self._speaking or self._tail_left > 0):
+            if not self._speaking:
+                self._tail_left -= len(block)
+            self.discarded_samples += len(block)
+            return
+        self._samples += len(block)
+        rate = self.settings.sample_rate
+        events = self._segmenter.feed(np.asarray(block, dtype=np.float32))
+        end_pos = self._segmenter.endpointer.samples_seen + self._segmenter.pending_samples
+
+        def ts_of(pos: int) -> float:
+            return now - (end_pos - pos) / rate
+
+        for ev in events:
+            if isinstance(ev, UtteranceBegan):
+                self._utterance = self._ids()
+                self._emit(SpeechStarted(utterance=self._utterance, ts=ts_of(ev.offset)))
+            elif isinstance(ev, UtteranceComplete):
+                uid, self._utterance = self._utterance, None
+                if uid is None:
+                    continue
+                audio_ms = round(len(ev.audio) * 1000 / rate)
+                self._emit(SpeechEnded(utterance=uid, audio_ms=audio_ms, ts=ts_of(ev.end_offset)))
+                self._start_decode(uid, ev.audio, ev.speech_ratio)
+            elif isinstance(ev, UtteranceRejected):
+                uid, self._utterance = self._utterance, None
+                if uid is None:
+                    continue
+                if ev.reason == "too_short":
+                    self._emit(SpeechEnded(utterance=uid, audio_ms=ev.speech_ms, ts=now))
+                detail = f"{ev.speech_ms} ms of speech"
+                self._emit(UtteranceFailed(utterance=uid, reason=ev.reason, detail=detail, ts=now))
+
+    def _interrupt(self, detail: str) -> None:
+        uid, self._utterance = self._utterance, None
+        self._segmenter.reset()
+        if uid is not None:
+            self._emit(UtteranceFailed(utterance=uid, reason="interrupted", detail=detail, ts=time.time()))
+
+    def _start_decode(self, uid: str, audio: FloatArray, speech_ratio: float) -> None:
+        task = asyncio.create_task(self._decode(uid, audio, speech_ratio))
+        self._decodes.add(task)
+        task.add_done_callback(self._decodes.discard)
+
+    async def _decode(self, uid: str, audio: FloatArray, speech_ratio: float) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            result: Transcription = await loop.run_in_executor(
+                self._executor, self._stt.transcribe, audio, speech_ratio
+            )
+        except Exception as err:
+            _LOGGER.exception("transcription failed for %s", uid)
+            self._emit(UtteranceFailed(utterance=uid, reason="stt_error", detail=str(err), ts=time.time()))
+            return
+        if not result.text:
+            self._emit(UtteranceFailed(utterance=uid, reason="no_speech", detail="", ts=time.time()))
+            return
+        self._emit(
+            Transcribed(
+                utterance=uid,
+                text=result.text,
+                confidence=result.confidence,
+                language=result.language,
+                audio_ms=result.audio_ms,
+                decode_ms=result.decode_ms,
+                ts=time.time(),
+            )
+        )

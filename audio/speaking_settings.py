@@ -1,0 +1,65 @@
+"""Settings of the speaking part: voice, sink, volume, rate, streaming and playback tuning."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class SpeakingSettings:
+    """Everything the Speaker and its sinks read; one frozen dataclass (TOML section ``[speaking]``)."""
+
+    sink: str = "sounddevice"
+    """Output backend: "sounddevice" (speaker), "wav" (one file per reply in ``wav_dir``) or "null"
+    (discard, real-time paced). Default "sounddevice"."""
+
+    output_device: str | None = None
+    """Output device name or case-insensitive substring (see ``robot-face say --list-devices``);
+    None = the system default output. Default None."""
+
+    wav_dir: str | None = None
+    """Directory the "wav" sink writes ``<say-id>.wav`` into; required for sink "wav". Default None."""
+
+    sim_rate: int = 22050
+    """Sample rate of the "wav" and "null" sinks, in Hz (default 22050, the packaged voice's rate)."""
+
+    voice: str = ""
+    """Default Piper voice: path to a ``.onnx`` model (its ``.onnx.json`` next to it); "" = the packaged
+    en_US-joe-medium voice. Default ""."""
+
+    voices: dict[str, str] = field(default_factory=dict)
+    """Voice per language code, e.g. {"de": "/voices/de_DE-thorsten-medium.onnx"}; a language not listed
+    (or mapped to "") uses ``voice``. Default {}."""
+
+    volume: float = 0.8
+    """Output volume, 0.0 (mute) to 1.0 (full scale), applied at playback. Default 0.8."""
+
+    length_scale: float = 1.0
+    """Speaking rate as Piper's phoneme length scale: < 1 faster, > 1 slower. Default 1.0."""
+
+    fade_ms: float = 4.0
+    """Fade in/out applied at the edges of every synthesised piece, in ms (no clicks). Default 4.0."""
+
+    stop_fade_ms: float = 8.0
+    """Fade-out when ``stop`` cuts speech off mid-sample, in ms. Default 8.0."""
+
+    block_ms: int = 10
+    """Audio callback block length in ms (stop reacts within one block + fade). Default 10."""
+
+    latency: str = "low"
+    """PortAudio output latency for the sounddevice sink: "low", "high" or seconds, e.g. "0.05".
+    Default "low"."""
+
+    tts_threads: int = 2
+    """onnxruntime intra-op threads for Piper synthesis. Default 2."""
+
+    first_clause_min_words: int = 1
+    """The first piece of a reply may end at a comma/semicolon/colon once it has this many words, so
+    audio starts sooner. 0 disables clause splitting of the first piece. Default 1."""
+
+    max_piece_chars: int = 160
+    """A sentence longer than this (characters) is split at a clause boundary (or a space), so one
+    long sentence never delays the next piece. Default 160."""
+
+    reopen_interval_s: float = 1.0
+    """Seconds between attempts to reopen an output device that disappeared. Default 1.0."""

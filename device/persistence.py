@@ -1,0 +1,97 @@
+"""The state directory: boot counter and session settings, written atomically.
+
+The outbox and the remembered command ids live beside these (SQLite, owned by ``agent_link``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+
+from device.state import Settings
+
+_LOGGER = logging.getLogger(__name__)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so a crash leaves the old or the new file, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class StateDir:
+    """Files under the device's state directory."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root).expanduser()
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def outbox_path(self) -> Path:
+        """SQLite outbox of events not yet acknowledged by the broker."""
+        return self.root / "outbox.sqlite3"
+
+    @property
+    def command_ids_path(self) -> Path:
+        """SQLite store of command ids already executed."""
+        return self.root / "command-ids.sqlite3"
+
+    @property
+    def speech_dir(self) -> Path:
+        """Where simulated speaker output (WAV files) goes."""
+        return self.root / "speech"
+
+    def next_boot(self) -> int:
+        """Increment and persist the boot counter; return the new value (1 on first start)."""
+        path = self.root / "boot"
+        try:
+            boot = int(path.read_text().strip()) + 1
+        except FileNotFoundError:
+            boot = 1
+        except ValueError:
+            _LOGGER.error("Boot counter %s is corrupt; continuing from a fresh count", path)
+            boot = 1
+        atomic_write(path, f"{boot}\n".encode())
+        return boot
+
+    def load_settings(self, defaults: Settings) -> Settings:
+        """Settings saved by ``save_settings``, or ``defaults`` when none (or unreadable)."""
+        path = self.root / "settings.json"
+        try:
+            raw = json.loads(path.read_text())
+        except FileNotFoundError:
+            return defaults
+        except (OSError, ValueError) as err:
+            _LOGGER.error("Saved settings %s unreadable (%s); using defaults", path, err)
+            return defaults
+        values = asdict(defaults)
+        for key in values:
+            if key in raw:
+                values[key] = raw[key]
+        try:
+            return Settings(
+                sleep_allowed=bool(values["sleep_allowed"]),
+                language=str(values["language"]),
+                voice=None if values["voice"] in (None, "") else str(values["voice"]),
+                volume=float(values["volume"]),
+            )
+        except (TypeError, ValueError) as err:
+            _LOGGER.error("Saved settings %s invalid (%s); using defaults", path, err)
+            return defaults
+
+    def save_settings(self, settings: Settings) -> None:
+        """Persist the session settings atomically."""
+        atomic_write(self.root / "settings.json", json.dumps(asdict(settings), indent=1).encode())

@@ -1,0 +1,404 @@
+"""The async shell around the orchestrator core: one inbox, parts wired by actions and events.
+
+Threads only at the edges: the MQTT link, audio callbacks, Whisper and Piper hand their results to
+this loop; the loop runs ``step`` for each event and executes the actions it returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import signal
+import time
+from collections.abc import Callable
+from typing import Any
+
+from agent_link.command_ids import CommandIdStore
+from agent_link.gate import CommandGate, Rejection
+from agent_link.link import MqttLink
+from agent_link.messages import StatusMessage, decode_agent_status, decode_sim_text
+from agent_link.outbox import Outbox, OutboxError
+from agent_link.protocol_error import ProtocolError
+from audio.capture import SimulatedMicrophone
+from audio.events import AudioDeviceProblem, AudioEvent
+from audio.stt import WhisperTranscriber
+from audio.wav import WavError, load_audio
+from device import __version__
+from device.actions import (
+    Action,
+    ApplySettings,
+    CancelTimer,
+    CloseMicrophone,
+    OpenMicrophone,
+    PlayVisemes,
+    Publish,
+    SaveSettings,
+    ScheduleTimer,
+    SetHalfDuplex,
+    ShowExpression,
+    Speak,
+    StopSpeaking,
+)
+from device.button import action_for, make_button
+from device.button_press import ButtonPress
+from device.config import Config
+from device.inputs import (
+    AgentPresence,
+    CommandReceived,
+    CommandRefused,
+    DeviceInput,
+    LinkChanged,
+    Tapped,
+    TimerFired,
+    TypedText,
+)
+from device.notify import SystemdNotifier
+from device.orchestrator import Rules, boot_actions, display_of, initial_state, status_fields, step
+from device.parts import make_face, make_listener, make_source, make_speaker
+from device.persistence import StateDir
+from device.state import DeviceState, Settings
+from face.state import FaceState
+from face.tags import TagVocabulary
+
+_LOGGER = logging.getLogger(__name__)
+
+WAKING_S = 0.8
+"""How long the face's wake-up animation shows before the awake state, in seconds."""
+READY_WAIT_S = 20.0
+"""How long readiness waits for the broker before telling systemd it is up anyway, in seconds."""
+
+
+class _Stop:
+    """Inbox sentinel: the orchestrator loop ends after the events before it."""
+
+
+class Runtime:
+    """The device daemon: builds the parts, runs the orchestrator, shuts down cleanly."""
+
+    def __init__(self, config: Config, notifier: SystemdNotifier | None = None) -> None:
+        self.config = config
+        self.notifier = notifier or SystemdNotifier()
+        self.state_dir = StateDir(config.device.state_dir)
+        self.boot = 0
+        self.rules = Rules(
+            thinking_timeout_s=config.device.thinking_timeout_s,
+            vocabulary=TagVocabulary(dict(config.face.aliases)),
+        )
+        self.state: DeviceState = initial_state(Settings())
+        self.inbox: asyncio.Queue[DeviceInput | _Stop] = asyncio.Queue()
+        self.observers: list[Callable[[DeviceInput, list[Action]], None]] = []
+        """Called after every step with the event and its actions (logs, tests, the face)."""
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._status: dict[str, Any] | None = None
+        self._display: FaceState | None = None
+        self._waking: asyncio.TimerHandle | None = None
+        self._typed = itertools.count(1)
+        self._stopping = asyncio.Event()
+        self._last_step = time.monotonic()
+        self._tasks: list[asyncio.Task[Any]] = []
+
+    # ---- inputs from the edges (all called on the loop) ----------------------------------------------
+    def put(self, event: DeviceInput) -> None:
+        """Hand an event to the orchestrator."""
+        self.inbox.put_nowait(event)
+
+    def _emit_audio(self, event: AudioEvent) -> None:
+        if isinstance(event, AudioDeviceProblem):
+            log = _LOGGER.info if event.ok else _LOGGER.error
+            log("Audio %s device %s: %s", event.direction, "back" if event.ok else "problem", event.detail)
+        self.put(event)
+
+    def _on_connection(self, connected: bool, detail: str) -> None:
+        self.put(LinkChanged(connected, detail, time.time()))
+
+    def _typed_event(self, text: str, ts: float) -> TypedText:
+        return TypedText(f"typed-{self.boot}-{next(self._typed)}", text, ts)
+
+    def _on_message(self, kind: str, payload: bytes, received: float) -> None:
+        if kind == "command":
+            result = self.gate.check(payload, time.time())
+            if isinstance(result, Rejection):
+                _LOGGER.warning("Command %s rejected (%s): %s", result.command_id, result.reason, result.detail)
+                self.put(CommandRefused(result.command_id, result.reason, result.detail, received))
+            elif result is not None:
+                self.put(CommandReceived(result, received))
+            return
+        try:
+            if kind == "agent_status":
+                self.put(AgentPresence(decode_agent_status(payload).online if payload else False, received))
+            elif kind == "sim_tap":
+                self.put(Tapped("sim", received))
+            elif kind == "sim_text":
+                self.put(self._typed_event(decode_sim_text(payload).text, received))
+            elif kind == "sim_audio":
+                self._feed_sim_audio(payload)
+        except (ProtocolError, WavError) as err:
+            detail = f"{kind.replace('_', '/')}: {getattr(err, 'detail', err)}"
+            _LOGGER.warning("Bad input on %s", detail)
+            if kind != "agent_status":
+                self.put(CommandRefused(None, "invalid", detail, received))
+
+    def _feed_sim_audio(self, payload: bytes) -> None:
+        if not isinstance(self.source, SimulatedMicrophone):
+            raise WavError("simulated audio needs --simulate")
+        samples = load_audio(payload, self.config.hearing.sample_rate)
+        self.source.feed(samples)
+
+    def _on_press(self, press: ButtonPress) -> None:
+        if action_for(press, self.config.button) == "tap":
+            self.put(Tapped(press.source, press.ts))
+        else:
+            _LOGGER.info("Long press (%s): no action configured", press.source)
+
+    def _on_screen_tap(self, source: str = "screen") -> None:
+        self.put(Tapped("screen", time.time()))
+
+    def _on_screen_text(self, text: str) -> None:
+        self.put(self._typed_event(text, time.time()))
+
+    # ---- actions ------------------------------------------------------------------------------------------
+    async def _execute(self, action: Action) -> None:
+        if isinstance(action, Publish):
+            self._publish(action)
+        elif isinstance(action, Speak):
+            self.speaker.speak(action.say, action.text, action.final)
+        elif isinstance(action, StopSpeaking):
+            self.speaker.stop()
+        elif isinstance(action, SetHalfDuplex):
+            self.listener.set_speaking(action.speaking)
+        elif isinstance(action, OpenMicrophone):
+            await self._guard("open the microphone", self.listener.open())
+        elif isinstance(action, CloseMicrophone):
+            await self._guard("close the microphone", self.listener.close())
+        elif isinstance(action, ShowExpression):
+            delay = max(0.0, action.at - time.time())
+            self._loop_or_fail().call_later(delay, self.face.set_expression, action.emotion)
+        elif isinstance(action, PlayVisemes):
+            self.face.play_visemes(action.cues, action.start_ts)
+        elif isinstance(action, ScheduleTimer):
+            self._cancel_timer(action.name)
+            delay = max(0.0, action.at - time.time())
+            self._timers[action.name] = self._loop_or_fail().call_later(
+                delay, self.put, TimerFired(action.name, action.at)
+            )
+        elif isinstance(action, CancelTimer):
+            self._cancel_timer(action.name)
+        elif isinstance(action, SaveSettings):
+            try:
+                self.state_dir.save_settings(
+                    Settings(action.sleep_allowed, action.language, action.voice, action.volume)
+                )
+            except OSError as err:
+                _LOGGER.error("Could not save settings to %s: %s", self.state_dir.root, err)
+        elif isinstance(action, ApplySettings):
+            await self._apply_settings(action)
+
+    async def _guard(self, what: str, coro: Any) -> None:
+        try:
+            await coro
+        except Exception as err:  # the daemon keeps running and says what happened
+            _LOGGER.error("Could not %s: %s", what, err)
+            self.put(AudioDeviceProblem("input", False, str(err), time.time()))
+
+    async def _apply_settings(self, action: ApplySettings) -> None:
+        self.speaker.set_volume(action.volume)
+        self.transcriber.set_language(action.language)
+        try:
+            if action.voice:
+                await self.speaker.set_voice(action.voice)
+            else:
+                await self.speaker.set_language(action.language)
+        except Exception as err:
+            _LOGGER.error("Could not switch voice (language %s, voice %s): %s", action.language, action.voice, err)
+
+    def _publish(self, action: Publish) -> None:
+        try:
+            event = self.outbox.append(action.event_type, action.fields, action.ts)
+        except OutboxError as err:
+            _LOGGER.error("Event %s NOT stored (outbox: %s): %s", action.event_type, err, action.fields)
+            return
+        except ValueError as err:
+            _LOGGER.error("Event %s invalid, not published: %s (%s)", action.event_type, err, action.fields)
+            return
+        _LOGGER.info("→ %s #%d %s", action.event_type, event.seq, _short(action.fields))
+        self.link.notify_outbox()
+
+    def _cancel_timer(self, name: str) -> None:
+        handle = self._timers.pop(name, None)
+        if handle is not None:
+            handle.cancel()
+
+    def _loop_or_fail(self) -> asyncio.AbstractEventLoop:
+        assert self._loop is not None
+        return self._loop
+
+    # ---- derived outputs ------------------------------------------------------------------------------
+    def _status_message(self, online: bool = True) -> StatusMessage:
+        return StatusMessage(
+            online=online, boot=self.boot, version=__version__, ts=time.time(), **status_fields(self.state)
+        )
+
+    def _refresh_outputs(self) -> None:
+        fields = status_fields(self.state)
+        if fields != self._status:
+            if self._status is not None and fields["state"] != self._status["state"]:
+                _LOGGER.info("state %s → %s", self._status["state"], fields["state"])
+            self._status = fields
+            self.link.set_status(self._status_message())
+        display = display_of(self.state)
+        if display == self._display:
+            return
+        previous, self._display = self._display, display
+        if previous is FaceState.ASLEEP and display is not FaceState.ASLEEP:
+            self.face.show_state(FaceState.WAKING)
+            self._waking = self._loop_or_fail().call_later(WAKING_S, self._settle_face)
+            return
+        if self._waking is not None and display is not FaceState.ASLEEP:
+            return  # the wake-up animation finishes first, then shows the latest state
+        self._settle_face()
+
+    def _settle_face(self) -> None:
+        if self._waking is not None:
+            self._waking.cancel()
+            self._waking = None
+        if self._display is not None:
+            self.face.show_state(self._display)
+
+    # ---- the loop --------------------------------------------------------------------------------------
+    async def _orchestrate(self) -> None:
+        for action in boot_actions(self.state):
+            await self._execute(action)
+        self._refresh_outputs()
+        while True:
+            event = await self.inbox.get()
+            self._last_step = time.monotonic()
+            if isinstance(event, _Stop):
+                return
+            try:
+                self.state, actions = step(self.state, event, self.rules)
+                for action in actions:
+                    await self._execute(action)
+                self._refresh_outputs()
+                for observer in self.observers:
+                    observer(event, actions)
+            except Exception:
+                _LOGGER.exception("Error handling %r; continuing", event)
+
+    def healthy(self) -> bool:
+        """The orchestrator loop is alive and not stuck (an idle loop is fine)."""
+        orchestrator = next((t for t in self._tasks if t.get_name() == "orchestrator"), None)
+        if orchestrator is None or orchestrator.done():
+            return False
+        return self.inbox.qsize() == 0 or time.monotonic() - self._last_step < 10.0
+
+    def request_stop(self) -> None:
+        """Begin a clean shutdown (SIGTERM / SIGINT)."""
+        self._stopping.set()
+
+    async def run(self) -> int:
+        """Run until SIGTERM/SIGINT; return the exit code."""
+        loop = self._loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, self.request_stop)
+        cfg = self.config
+        self.boot = self.state_dir.next_boot()
+        settings = self.state_dir.load_settings(
+            Settings(volume=cfg.speaking.volume, language=cfg.hearing.stt_language)
+        )
+        self.state = initial_state(settings)
+        _LOGGER.info(
+            "robot-face %s: device %s boot %d, state in %s%s",
+            __version__, cfg.device.id, self.boot, self.state_dir.root, " (simulation)" if cfg.device.simulate else "",
+        )
+        self.outbox = Outbox(self.state_dir.outbox_path, cfg.device.id, self.boot)
+        self.gate = CommandGate(CommandIdStore(self.state_dir.command_ids_path))
+        self.link = MqttLink(
+            cfg.mqtt, cfg.device.id, self.boot, self.outbox, self._on_message, self._on_connection,
+            simulate=cfg.device.simulate,
+        )
+        self.link.set_status(self._status_message())
+        self._spawn(self.link.run(), "mqtt-link")
+
+        self.face, servers = make_face(cfg, self._on_screen_tap, self._on_screen_text)
+        for server in servers:
+            await server.start()  # type: ignore[attr-defined]
+        self._spawn(self.face.run(), "face")
+        self.button = make_button(cfg.button)
+        self.button.start(loop, self._on_press)
+
+        self.notifier.status("loading models")
+        self.transcriber = WhisperTranscriber(cfg.hearing)
+        await asyncio.to_thread(self.transcriber.load)
+        self.source = make_source(cfg)
+        self.listener = make_listener(cfg, self.source, self.transcriber, self._emit_audio)
+        self.speaker = make_speaker(cfg, self.state_dir, self._emit_audio)
+        try:
+            await self.speaker.start()
+        except Exception as err:
+            _LOGGER.error("Speaker not available: %s (continuing; replies cannot be heard)", err)
+            self.put(AudioDeviceProblem("output", False, str(err), time.time()))
+        self._spawn(self._orchestrate(), "orchestrator")
+        self._spawn(self._announce_ready(), "readiness")
+        if cfg.device.watchdog:
+            self._spawn(self.notifier.keep_alive(self.healthy), "watchdog")
+
+        await self._stopping.wait()
+        await self._shutdown(servers)
+        return 0
+
+    async def _announce_ready(self) -> None:
+        deadline = time.monotonic() + READY_WAIT_S
+        while not self.link.connected and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        status = "ready" if self.link.connected else "ready (broker not reachable yet)"
+        self.notifier.ready(status)
+        _LOGGER.info("Ready: models loaded, %s", "broker connected" if self.link.connected else "broker not reachable yet")
+
+    def _spawn(self, coro: Any, name: str) -> None:
+        task = asyncio.create_task(coro, name=name)
+        task.add_done_callback(self._task_done)
+        self._tasks.append(task)
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            _LOGGER.error("Task %s died: %r", task.get_name(), task.exception(), exc_info=task.exception())
+
+    async def _shutdown(self, servers: list[object]) -> None:
+        _LOGGER.info("Shutting down: finishing nothing new, flushing events")
+        self.notifier.stopping("shutting down")
+        with contextlib.suppress(Exception):
+            self.speaker.stop()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.listener.close(), 2.0)
+        await asyncio.sleep(0.05)  # let the parts hand over their last events (playback_finished...)
+        self.inbox.put_nowait(_Stop())
+        orchestrator = next(t for t in self._tasks if t.get_name() == "orchestrator")
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(asyncio.shield(orchestrator), 2.0)
+        for handle in self._timers.values():
+            handle.cancel()
+        with contextlib.suppress(Exception):
+            await self.link.shutdown(self._status_message(online=False), flush_timeout=3.0)
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for closer in (self.button.close, self.face.close, self.outbox.close):
+            with contextlib.suppress(Exception):
+                closer()
+        for server in servers:
+            with contextlib.suppress(Exception):
+                await server.stop()  # type: ignore[attr-defined]
+        with contextlib.suppress(Exception):
+            await self.speaker.aclose()
+        with contextlib.suppress(Exception):
+            await self.listener.aclose()
+        _LOGGER.info("Stopped")
+
+
+def _short(fields: dict[str, Any], limit: int = 160) -> str:
+    text = " ".join(f"{k}={v!r}" for k, v in fields.items())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

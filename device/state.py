@@ -1,0 +1,83 @@
+"""The orchestrator's one explicit state: protocol phase, session settings, replies in flight."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Literal
+
+from face.tags import Mark
+
+
+class Phase(StrEnum):
+    """The device state of protocol v1 (``status.state``)."""
+
+    ASLEEP = "asleep"
+    IDLE = "idle"
+    LISTENING = "listening"
+    THINKING = "thinking"
+    SPEAKING = "speaking"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Session settings that survive a restart."""
+
+    sleep_allowed: bool = True
+    language: str = "en"
+    voice: str | None = None
+    volume: float = 0.8
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A reply (one ``say`` id) accepted and not yet finished playing."""
+
+    say: str
+    pending_tag: str = ""
+    """An unfinished ``[tag`` held back until the next chunk."""
+    offset: int = 0
+    """Clean characters sent to the speaker so far."""
+    marks: tuple[Mark, ...] = ()
+    """Emotion marks not yet shown."""
+    sleep_tag: bool = False
+    final: bool = False
+    playing: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PendingSleep:
+    """A sleep request waiting for the speech queued before it (``after``: those say ids)."""
+
+    via: Literal["command", "tag"]
+    after: frozenset[str]
+    say: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceState:
+    """Everything the rules depend on. Immutable: ``step`` returns a new one."""
+
+    phase: Phase = Phase.ASLEEP
+    settings: Settings = field(default_factory=Settings)
+    replies: tuple[Reply, ...] = ()
+    sleeps: tuple[PendingSleep, ...] = ()
+    hearing: str | None = None
+    """The utterance being spoken right now (between speech start and end)."""
+    decoding: frozenset[str] = frozenset()
+    """Utterances that ended and wait for their transcript."""
+    thinking: bool = False
+    """A transcript was sent and no reply has started yet (display only)."""
+    connected: bool = False
+    agent_online: bool = False
+    faults: frozenset[str] = frozenset()
+    """Audio directions currently failing ("input", "output")."""
+
+    @property
+    def awake(self) -> bool:
+        """True unless asleep."""
+        return self.phase is not Phase.ASLEEP
+
+    def reply(self, say: str) -> Reply | None:
+        """The reply in flight with this id, if any."""
+        return next((r for r in self.replies if r.say == say), None)

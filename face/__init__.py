@@ -1,0 +1,1 @@
+"""Face: reply tags, face model, animator, renderers."""

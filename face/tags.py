@@ -1,0 +1,134 @@
+"""Reply-text tags: ``[name]`` markers that are never spoken.
+
+``[sleep]`` asks the device to fall asleep after the reply; emotion tags (``[happy]``...) change the
+face's expression from that point of the spoken text on. Parsing is a pure function over streamed
+chunks, so a tag split across two ``say`` chunks (``"[hap"`` + ``"py] Hi"``) is still one tag.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+_LOGGER = logging.getLogger(__name__)
+
+EMOTIONS: tuple[str, ...] = (
+    "neutral",
+    "happy",
+    "sad",
+    "surprised",
+    "angry",
+    "thinking",
+    "confused",
+    "excited",
+    "sleepy",
+)
+"""The canonical emotion tags of protocol v1."""
+
+MAX_TAG_LENGTH = 40
+"""A ``[`` not closed within this many characters is ordinary text, not a tag."""
+
+_TAG = re.compile(r"\[([A-Za-z_]+)\]")
+_OPEN_TAG = re.compile(r"\[[A-Za-z_]*$")
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """A tag's effect at ``offset`` characters into the reply's clean (speakable) text."""
+
+    offset: int
+    kind: Literal["emotion", "sleep"]
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class TagVocabulary:
+    """Which tag names mean what: canonical emotions plus configured aliases (alias -> emotion)."""
+
+    aliases: Mapping[str, str] = field(default_factory=dict)
+
+    def resolve(self, name: str) -> Mark | None:
+        """Map a tag name to a mark kind/name at offset 0, or None when unknown."""
+        key = name.lower()
+        if key == "sleep":
+            return Mark(0, "sleep", "sleep")
+        key = self.aliases.get(key, key).lower()
+        if key in EMOTIONS:
+            return Mark(0, "emotion", key)
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedChunk:
+    """The speakable text of one chunk, its marks, and what is held back for the next chunk."""
+
+    text: str
+    marks: tuple[Mark, ...]
+    pending: str
+    offset: int
+    """Clean characters of the reply so far, including ``text``."""
+
+
+def parse_chunk(
+    chunk: str,
+    *,
+    pending: str = "",
+    offset: int = 0,
+    final: bool = True,
+    vocabulary: TagVocabulary | None = None,
+) -> ParsedChunk:
+    """Parse one streamed chunk of reply text.
+
+    ``pending`` is what the previous call held back (an unfinished ``[tag``); ``offset`` is the
+    number of clean characters already produced for this reply. Whitespace left doubled by a removed
+    tag is collapsed, so ``"Hi [happy] there"`` speaks as ``"Hi there"``.
+    """
+    vocab = vocabulary or TagVocabulary()
+    source = pending + chunk
+    held = ""
+    if not final:
+        tail = _OPEN_TAG.search(source)
+        cut = len(source)
+        if tail and len(source) - tail.start() <= MAX_TAG_LENGTH:
+            cut = tail.start()
+        # Trailing whitespace waits too, so a tag at the start of the next chunk collapses it.
+        cut = len(source[:cut].rstrip())
+        held = source[cut:]
+        source = source[:cut]
+    out: list[str] = []
+    marks: list[Mark] = []
+    produced = offset
+    last_char_space = offset == 0
+    pos = 0
+    after_tag = False
+
+    def emit(text: str) -> None:
+        nonlocal produced, last_char_space, after_tag
+        if after_tag and last_char_space:
+            text = text.lstrip(" ")
+        if text:
+            after_tag = False
+            out.append(text)
+            produced += len(text)
+            last_char_space = text[-1].isspace()
+
+    for match in _TAG.finditer(source):
+        emit(source[pos : match.start()])
+        mark = vocab.resolve(match.group(1))
+        if mark is None:
+            _LOGGER.warning("Unknown reply tag %r dropped (not spoken)", match.group(0))
+        else:
+            marks.append(Mark(produced, mark.kind, mark.name))
+        after_tag = True
+        pos = match.end()
+    emit(source[pos:])
+    text = "".join(out)
+    return ParsedChunk(text=text, marks=tuple(marks), pending=held, offset=produced)
+
+
+def strip_tags(text: str, vocabulary: TagVocabulary | None = None) -> str:
+    """The speakable text of a whole reply (every tag removed)."""
+    return parse_chunk(text, vocabulary=vocabulary).text

@@ -1,0 +1,48 @@
+"""Run an MqttLink in its own process (for kill -9 tests). Prints CONNECTED / MSG lines on stdout."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+
+from agent_link.link import MqttLink
+from agent_link.link_settings import LinkSettings
+from agent_link.messages import StatusMessage
+from agent_link.outbox import Outbox
+
+
+async def _main(args: argparse.Namespace) -> None:
+    settings = LinkSettings(
+        broker=f"mqtt://127.0.0.1:{args.port}", keepalive_s=5, reconnect_min_s=0.1, reconnect_max_s=0.5
+    )
+    outbox = Outbox(args.outbox, args.device, args.boot)
+
+    def on_message(kind: str, payload: bytes, ts: float) -> None:
+        print(f"MSG {kind} {payload.decode(errors='replace')}", flush=True)
+
+    def on_connection(connected: bool, detail: str) -> None:
+        print("CONNECTED" if connected else "DISCONNECTED", flush=True)
+
+    link = MqttLink(settings, args.device, args.boot, outbox, on_message, on_connection)
+    link.set_status(StatusMessage(online=True, boot=args.boot, state="asleep"))
+    for _ in range(args.events):
+        outbox.append("tap", {"source": "sim"}, 1764441600.0)
+    print("APPENDED", flush=True)
+    await link.run()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--device", required=True)
+    parser.add_argument("--boot", type=int, required=True)
+    parser.add_argument("--outbox", required=True)
+    parser.add_argument("--events", type=int, default=0)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+    asyncio.run(_main(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
