@@ -92,7 +92,7 @@ class MqttLink:
     # ---- public API ----------------------------------------------------------------------------------
     @property
     def connected(self) -> bool:
-        """True while connected to the broker (CONNACK received, not yet disconnected)."""
+        """True while connected to the broker (subscriptions renewed, not yet disconnected)."""
         return self._connected
 
     def set_status(self, status: StatusMessage) -> None:
@@ -194,11 +194,11 @@ class MqttLink:
         if self._stop.is_set():
             return
         async with self._client() as client:
-            self._connected = True
+            await self._subscribe(client)
             self._status_dirty = True
+            self._connected = True
             self._notify_connection(True, f"connected to {self.settings.broker}")
             _LOGGER.info("Connected to %s as %s", self.settings.broker, self.device_id)
-            await self._subscribe(client)
             reader = asyncio.create_task(self._read(client), name="mqtt-reader")
             writer = asyncio.create_task(self._write(client), name="mqtt-writer")
             try:

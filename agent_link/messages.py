@@ -72,7 +72,9 @@ RejectReason = Literal["invalid", "unknown_type", "expired", "unsupported_versio
 class Message(BaseModel):
     """Base of every protocol message: strict types, unknown fields ignored, immutable."""
 
-    model_config = ConfigDict(strict=True, extra="ignore", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(
+        strict=True, extra="ignore", frozen=True, allow_inf_nan=False, use_attribute_docstrings=True
+    )
 
     EXAMPLE: ClassVar[dict[str, Any]] = {}
     """A valid example payload (used by the docs, the schema export and the tests)."""

@@ -9,7 +9,7 @@ from dataclasses import replace
 from audio.capture import AudioSource, SimulatedMicrophone, SoundDeviceMicrophone
 from audio.events import EventSink
 from audio.listener import Listener
-from audio.playback import make_sink
+from audio.sinks import make_sink
 from audio.speaker import Speaker
 from audio.stt import WhisperTranscriber
 from device.config import Config
@@ -22,7 +22,7 @@ _LOGGER = logging.getLogger(__name__)
 def make_source(config: Config) -> AudioSource:
     """The simulated microphone in simulation, else the sounddevice microphone."""
     if config.device.simulate:
-        return SimulatedMicrophone(config.hearing)
+        return SimulatedMicrophone(rate=config.hearing.sample_rate, block_ms=config.hearing.block_ms)
     return SoundDeviceMicrophone(config.hearing)
 
 

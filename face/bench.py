@@ -9,7 +9,7 @@ import random
 import time
 from collections.abc import Callable
 
-from audio.events import VisemeCue
+from audio.events import Viseme, VisemeCue
 
 from .controller import FaceController
 from .model import FaceModel
@@ -29,7 +29,7 @@ CHROMIUM_ARGS = [
     "--disable-quic",
 ]
 
-_VISEMES = ("aa", "ee", "oo", "mbp", "fv", "l", "s", "rest")
+_VISEMES: tuple[Viseme, ...] = ("aa", "ee", "oo", "mbp", "fv", "l", "s", "rest")
 
 
 def busy_script(model: FaceModel, frame: int) -> None:
@@ -41,7 +41,7 @@ def busy_script(model: FaceModel, frame: int) -> None:
         model.set_expression(EMOTIONS[(frame // 45) % len(EMOTIONS)])
     if frame % 60 == 0:
         cues = [VisemeCue(i * 0.08, (i + 1) * 0.08, _VISEMES[i % len(_VISEMES)]) for i in range(25)]
-        model.play_visemes(cues)  # type: ignore[arg-type]
+        model.play_visemes(cues)
 
 
 def bench_model(frames: int = 3000) -> float:
@@ -134,23 +134,31 @@ def run_bench(seconds: float = 3.0, which: tuple[str, ...] = ("terminal", "pygam
         term = TerminalRenderer(io.StringIO(), force_tty=True)
         cost = bench_renderer_cost(term)
         fps, cpu = asyncio.run(run_paced([TerminalRenderer(io.StringIO(), force_tty=True)], seconds))
-        out(f"terminal: {cost:.2f} ms/frame (max {1000 / cost:.0f} fps); at 30 fps: {fps:.1f} fps, "
-            f"{cpu * 100:.1f}% of one core (model+renderer; goal <= 15%)")
+        out(
+            f"terminal: {cost:.2f} ms/frame (max {1000 / cost:.0f} fps); at 30 fps: {fps:.1f} fps, "
+            f"{cpu * 100:.1f}% of one core (model+renderer; goal <= 15%)"
+        )
     if "pygame" in which:
-        os.environ.setdefault("SDL_VIDEODRIVER", "dummy" if not os.environ.get("DISPLAY") else "")
+        if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+            os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
         from .renderers.pygame_renderer import PygameRenderer
 
         pg = PygameRenderer(fullscreen=False)
         cost = bench_renderer_cost(pg)
         fps, cpu = asyncio.run(run_paced([pg], seconds))
-        out(f"pygame ({os.environ.get('SDL_VIDEODRIVER') or 'default'} driver, 800x480): {cost:.2f} ms/frame "
-            f"(max {1000 / cost:.0f} fps); at 30 fps: {fps:.1f} fps, {cpu * 100:.1f}% of one core (goal <= 15%)")
+        out(
+            f"pygame ({os.environ.get('SDL_VIDEODRIVER') or 'default'} driver, 800x480): {cost:.2f} ms/frame "
+            f"(max {1000 / cost:.0f} fps); at 30 fps: {fps:.1f} fps, {cpu * 100:.1f}% of one core "
+            "(goal <= 15%)"
+        )
     if "browser" in which:
         if not os.path.exists(CHROMIUM):
             out(f"browser: skipped ({CHROMIUM} not found)")
         else:
             r = asyncio.run(bench_browser(seconds))
-            out(f"browser (headless chromium 800x480): page drew {r['page_frames_per_s']:.1f} frames/s "
+            out(
+                f"browser (headless chromium 800x480): page drew {r['page_frames_per_s']:.1f} frames/s "
                 f"(rAF {r['page_raf_per_s']:.1f}/s); server {r['server_fps']:.1f} fps at "
-                f"{r['server_cpu'] * 100:.1f}% of one core (goal: page keeps 30 fps)")
+                f"{r['server_cpu'] * 100:.1f}% of one core (goal: page keeps 30 fps)"
+            )
     return 0

@@ -280,4 +280,3 @@ class FaceModel:
         base["eye_roundness"] = min(1.0, max(0.0, s.corner_roundness))
         base["pupil_size"] = min(1.0, max(0.0, s.pupil_size))
         return base
-

@@ -9,6 +9,7 @@ from audio.events import VisemeCue
 
 from .model import FaceModel
 from .params import FaceParams
+from .poses import VISEME_SHAPES
 from .settings import FaceSettings
 from .state import EMOTIONS, FaceState
 
@@ -29,6 +30,8 @@ def still_params(
         raise ValueError(f"unknown emotion {expression!r}; expected one of {', '.join(EMOTIONS)}")
     model.set_expression(expression)
     if viseme is not None:
+        if viseme not in VISEME_SHAPES:
+            raise ValueError(f"unknown viseme {viseme!r}; expected one of {', '.join(VISEME_SHAPES)}")
         model.play_visemes([VisemeCue(0.0, settle_s + 10.0, viseme)])  # type: ignore[arg-type]
     dt = 1.0 / 30.0
     params = model.update(0.0)

@@ -112,7 +112,7 @@ class FaceWebServer:
             self._latest_json = frame_message(self._latest)
         return self._latest_json
 
-    async def _index(self, request: web.Request) -> web.Response:
+    async def _index(self, request: web.Request) -> web.StreamResponse:
         return web.FileResponse(STATIC_DIR / "face.html")
 
     async def _websocket(self, request: web.Request) -> web.WebSocketResponse:

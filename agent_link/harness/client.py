@@ -124,6 +124,8 @@ class AgentHarness:
         self._listeners: list[Listener] = []
         self._closing = False
         self._first_error: BaseException | None = None
+        self.connections = 0
+        """How many times the harness has connected (1 + reconnects)."""
 
     # ---- lifecycle ---------------------------------------------------------------------------------
     async def __aenter__(self) -> AgentHarness:
@@ -184,6 +186,7 @@ class AgentHarness:
                     await client.subscribe(self.topics.status, qos=1)
                     await client.subscribe(self.topics.event, qos=1)
                     first = False
+                    self.connections += 1
                     self._connected.set()
                     _LOGGER.debug("harness %s connected", self.client_id)
                     async for message in client.messages:
@@ -224,6 +227,19 @@ class AgentHarness:
                 _LOGGER.exception("harness listener failed")
         self._changed.set()
         self._changed = asyncio.Event()
+
+    @property
+    def connected(self) -> bool:
+        """True while connected to the broker."""
+        return self._connected.is_set()
+
+    async def wait_connected(self, timeout: float = 10.0, connections: int = 1) -> None:
+        """Wait until connected, at least ``connections`` times in all (2 = after one reconnect)."""
+        deadline = time.monotonic() + timeout
+        while not (self.connected and self.connections >= connections):
+            if time.monotonic() > deadline:
+                raise HarnessTimeout(f"harness not (re)connected to the broker within {timeout:.1f} s")
+            await asyncio.sleep(0.05)
 
     def add_listener(self, listener: Listener) -> None:
         """Call ``listener`` with every event, status and bad message from now on."""

@@ -26,13 +26,15 @@ class PygameRenderer:
         fullscreen: bool = True,
         size: tuple[int, int] = (800, 480),
     ) -> None:
+        os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
         try:
             import pygame
         except ImportError as exc:  # pragma: no cover - depends on the install
-            raise RuntimeError("the pygame renderer needs pygame-ce (pip install 'pygame-ce>=2.5,<3')") from exc
+            raise RuntimeError(
+                "the pygame renderer needs pygame-ce (pip install 'pygame-ce>=2.5,<3')"
+            ) from exc
         self._pg: Any = pygame
         self._on_tap = on_tap
-        os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
         pygame.display.init()
         try:
             if fullscreen:

@@ -130,7 +130,7 @@ async def test_birth_status_retained_on_connect(mosquitto: Mosquitto, tmp_path: 
         r.link.set_status(status)
         await r.wait_connected()
         deadline = time.monotonic() + 5
-        while (got := await read_retained(mosquitto, T.status)) != status.to_json():
+        while (got := await read_retained(mosquitto, T.status, timeout=0.5)) != status.to_json():
             assert time.monotonic() < deadline, got
             await asyncio.sleep(0.1)
         assert r.connections[0][0] is True

