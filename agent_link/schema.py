@@ -133,9 +133,7 @@ def asyncapi_document() -> dict[str, Any]:
             "action": action,
             "channel": {"$ref": f"#/channels/{chan}"},
             "summary": summary,
-            "messages": [
-                {"$ref": f"#/channels/{chan}/messages/{key}"} for key in channels[chan]["messages"]
-            ],
+            "messages": [{"$ref": f"#/channels/{chan}/messages/{key}"} for key in channels[chan]["messages"]],
             "bindings": {"mqtt": {"qos": 1, "retain": retain, "bindingVersion": "0.2.0"}},
         }
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
+import itertools
 import tomllib
 import types
 import typing
@@ -132,7 +133,10 @@ def _build(section: str, cls: type, table: Any) -> Any:
     try:
         return cls(**values)
     except (TypeError, ValueError) as err:
-        raise ConfigError(section, str(err)) from err
+        message = str(err)
+        # Name the key when the part's own validation mentions it.
+        key = next((k for k in sorted(known, key=len, reverse=True) if k in message), None)
+        raise ConfigError(f"{section}.{key}" if key else section, message) from err
 
 
 def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> Config:
@@ -164,13 +168,17 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
 def _validate(config: Config) -> None:
     broker = config.mqtt.broker
     if not (broker.startswith("mqtt://") or broker.startswith("mqtts://")):
-        raise ConfigError("mqtt.broker", f"must look like mqtt://host:port or mqtts://host:port, got {broker!r}")
+        raise ConfigError(
+            "mqtt.broker", f"must look like mqtt://host:port or mqtts://host:port, got {broker!r}"
+        )
     if not config.device.id or any(c in config.device.id for c in "/+#"):
         raise ConfigError("device.id", f"must be non-empty without '/', '+' or '#', got {config.device.id!r}")
     if config.device.sim_speaker not in ("wav", "null"):
         raise ConfigError("device.sim_speaker", f"must be 'wav' or 'null', got {config.device.sim_speaker!r}")
     if config.device.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
-        raise ConfigError("device.log_level", f"must be DEBUG, INFO, WARNING or ERROR, got {config.device.log_level!r}")
+        raise ConfigError(
+            "device.log_level", f"must be DEBUG, INFO, WARNING or ERROR, got {config.device.log_level!r}"
+        )
 
 
 # ---- reference documentation ---------------------------------------------------------------------------
@@ -179,7 +187,7 @@ def field_docs(cls: type) -> dict[str, str]:
     tree = ast.parse(inspect.getsource(cls))
     body = tree.body[0].body  # type: ignore[attr-defined]
     docs: dict[str, str] = {}
-    for node, nxt in zip(body, body[1:], strict=False):
+    for node, nxt in itertools.pairwise(body):
         if (
             isinstance(node, ast.AnnAssign)
             and isinstance(node.target, ast.Name)

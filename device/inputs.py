@@ -78,5 +78,12 @@ class TimerFired:
 
 
 DeviceInput = (
-    Tapped | TypedText | CommandReceived | CommandRefused | LinkChanged | AgentPresence | TimerFired | AudioEvent
+    Tapped
+    | TypedText
+    | CommandReceived
+    | CommandRefused
+    | LinkChanged
+    | AgentPresence
+    | TimerFired
+    | AudioEvent
 )

@@ -9,7 +9,7 @@ utterance closed exactly once, emotion marks shown at their word.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agent_link.messages import ConfigCommand, SayCommand, SleepAllowedCommand, SleepCommand, StopCommand
@@ -63,7 +63,7 @@ class Rules:
 
     thinking_timeout_s: float = 15.0
     """How long the face shows ``thinking`` after a transcript when no reply starts, in seconds."""
-    vocabulary: TagVocabulary = TagVocabulary()
+    vocabulary: TagVocabulary = field(default_factory=TagVocabulary)
 
 
 def initial_state(settings: Settings) -> DeviceState:
@@ -208,7 +208,9 @@ def _failed(utterance: str, reason: str, detail: str, ts: float) -> Publish:
     return Publish("utterance_failed", {"utterance": utterance, "reason": reason, "detail": detail}, ts)
 
 
-def _on_utterance_failed(state: DeviceState, ev: UtteranceFailed, out: list[Action], rules: Rules) -> DeviceState:
+def _on_utterance_failed(
+    state: DeviceState, ev: UtteranceFailed, out: list[Action], rules: Rules
+) -> DeviceState:
     closed = _close_utterance(state, ev.utterance)
     if closed is None:
         return state
@@ -217,7 +219,9 @@ def _on_utterance_failed(state: DeviceState, ev: UtteranceFailed, out: list[Acti
 
 
 # ---- speaking --------------------------------------------------------------------------------------
-def _on_playback_started(state: DeviceState, ev: PlaybackStarted, out: list[Action], rules: Rules) -> DeviceState:
+def _on_playback_started(
+    state: DeviceState, ev: PlaybackStarted, out: list[Action], rules: Rules
+) -> DeviceState:
     reply = state.reply(ev.say)
     if reply is None:
         return state
@@ -294,9 +298,7 @@ def _sleep_now(state: DeviceState, pending: PendingSleep, ts: float, out: list[A
     if state.thinking:
         out.append(CancelTimer(THINKING_TIMER))
     out.append(Publish("asleep", {"reason": pending.via}, ts))
-    return replace(
-        state, phase=Phase.ASLEEP, hearing=None, decoding=frozenset(), thinking=False, sleeps=()
-    )
+    return replace(state, phase=Phase.ASLEEP, hearing=None, decoding=frozenset(), thinking=False, sleeps=())
 
 
 # ---- commands ----------------------------------------------------------------------------------------
@@ -386,7 +388,9 @@ def _on_agent(state: DeviceState, ev: AgentPresence, out: list[Action], rules: R
     return replace(state, agent_online=ev.online)
 
 
-def _on_audio_problem(state: DeviceState, ev: AudioDeviceProblem, out: list[Action], rules: Rules) -> DeviceState:
+def _on_audio_problem(
+    state: DeviceState, ev: AudioDeviceProblem, out: list[Action], rules: Rules
+) -> DeviceState:
     faults = state.faults - {ev.direction} if ev.ok else state.faults | {ev.direction}
     return replace(state, faults=faults)
 

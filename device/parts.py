@@ -26,7 +26,9 @@ def make_source(config: Config) -> AudioSource:
     return SoundDeviceMicrophone(config.hearing)
 
 
-def make_listener(config: Config, source: AudioSource, transcriber: WhisperTranscriber, emit: EventSink) -> Listener:
+def make_listener(
+    config: Config, source: AudioSource, transcriber: WhisperTranscriber, emit: EventSink
+) -> Listener:
     """The hearing pipeline: source -> VAD endpointer -> Whisper."""
     return Listener(config.hearing, source, transcriber, emit)
 
@@ -52,7 +54,7 @@ def make_face(
     if kind == "terminal":
         from face.renderers.terminal import TerminalRenderer
 
-        renderers.append(TerminalRenderer(config.face))
+        renderers.append(TerminalRenderer(width=config.face.terminal_width))
     elif kind == "browser":
         from face.web import FaceWebServer
 
@@ -62,7 +64,13 @@ def make_face(
     elif kind == "pygame":
         from face.renderers.pygame_renderer import PygameRenderer
 
-        renderers.append(PygameRenderer(config.face, on_tap=on_tap))
+        renderers.append(
+            PygameRenderer(
+                on_tap=on_tap,
+                fullscreen=config.face.pygame_fullscreen,
+                size=(config.face.pygame_width, config.face.pygame_height),
+            )
+        )
     elif kind != "none":
         raise ValueError(f"face.renderer: unknown renderer {kind!r}")
     return FaceController(config.face, renderers), servers  # type: ignore[arg-type]

@@ -121,7 +121,9 @@ class Runtime:
         if kind == "command":
             result = self.gate.check(payload, time.time())
             if isinstance(result, Rejection):
-                _LOGGER.warning("Command %s rejected (%s): %s", result.command_id, result.reason, result.detail)
+                _LOGGER.warning(
+                    "Command %s rejected (%s): %s", result.command_id, result.reason, result.detail
+                )
                 self.put(CommandRefused(result.command_id, result.reason, result.detail, received))
             elif result is not None:
                 self.put(CommandReceived(result, received))
@@ -212,7 +214,9 @@ class Runtime:
             else:
                 await self.speaker.set_language(action.language)
         except Exception as err:
-            _LOGGER.error("Could not switch voice (language %s, voice %s): %s", action.language, action.voice, err)
+            _LOGGER.error(
+                "Could not switch voice (language %s, voice %s): %s", action.language, action.voice, err
+            )
 
     def _publish(self, action: Publish) -> None:
         try:
@@ -312,12 +316,21 @@ class Runtime:
         self.state = initial_state(settings)
         _LOGGER.info(
             "robot-face %s: device %s boot %d, state in %s%s",
-            __version__, cfg.device.id, self.boot, self.state_dir.root, " (simulation)" if cfg.device.simulate else "",
+            __version__,
+            cfg.device.id,
+            self.boot,
+            self.state_dir.root,
+            " (simulation)" if cfg.device.simulate else "",
         )
         self.outbox = Outbox(self.state_dir.outbox_path, cfg.device.id, self.boot)
         self.gate = CommandGate(CommandIdStore(self.state_dir.command_ids_path))
         self.link = MqttLink(
-            cfg.mqtt, cfg.device.id, self.boot, self.outbox, self._on_message, self._on_connection,
+            cfg.mqtt,
+            cfg.device.id,
+            self.boot,
+            self.outbox,
+            self._on_message,
+            self._on_connection,
             simulate=cfg.device.simulate,
         )
         self.link.set_status(self._status_message())
@@ -356,7 +369,10 @@ class Runtime:
             await asyncio.sleep(0.1)
         status = "ready" if self.link.connected else "ready (broker not reachable yet)"
         self.notifier.ready(status)
-        _LOGGER.info("Ready: models loaded, %s", "broker connected" if self.link.connected else "broker not reachable yet")
+        _LOGGER.info(
+            "Ready: models loaded, %s",
+            "broker connected" if self.link.connected else "broker not reachable yet",
+        )
 
     def _spawn(self, coro: Any, name: str) -> None:
         task = asyncio.create_task(coro, name=name)

@@ -48,7 +48,7 @@ STATE_POSES: dict[FaceState, Pose] = {
         mouth_x=0.08,
         mouth_width=-0.15,
     ),
-    FaceState.SPEAKING: _pose(mouth_curve=0.1),
+    FaceState.SPEAKING: _pose(mouth_curve=0.1, lid_bottom=0.15, eye_h=0.02),
     FaceState.OFFLINE: _pose(
         lid_top=0.45, lid_bottom=0.1, gaze_y=0.45, eye_h=-0.04, mouth_curve=-0.25, mouth_width=-0.1
     ),

@@ -26,7 +26,9 @@ class Mosquitto:
     same port and persistence directory, so persistent sessions survive a broker restart.
     """
 
-    def __init__(self, workdir: Path, port: int | None = None, extra_config: str = "") -> None:
+    def __init__(
+        self, workdir: Path, port: int | None = None, extra_config: str = "", anonymous: bool = True
+    ) -> None:
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.port = port or free_port()
@@ -37,7 +39,7 @@ class Mosquitto:
         self.config_path = self.workdir / "mosquitto.conf"
         self.config_path.write_text(
             f"listener {self.port} 127.0.0.1\n"
-            "allow_anonymous true\n"
+            f"allow_anonymous {'true' if anonymous else 'false'}\n"
             "persistence true\n"
             f"persistence_location {self.persistence_dir}/\n"
             "autosave_interval 1\n"

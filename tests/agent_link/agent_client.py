@@ -83,7 +83,9 @@ class AgentClient:
 
 
 @contextlib.asynccontextmanager
-async def agent(broker: Mosquitto, topics: list[str], identifier: str = "test-agent") -> AsyncIterator[AgentClient]:
+async def agent(
+    broker: Mosquitto, topics: list[str], identifier: str = "test-agent"
+) -> AsyncIterator[AgentClient]:
     client = AgentClient(broker, topics, identifier)
     await client.start()
     try:

@@ -10,13 +10,13 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
 from agent_link.link import MqttLink, backoff_delay
-from agent_link.link_settings import LinkSettings
+from agent_link.link_settings import LinkConfigError, LinkSettings
 from agent_link.messages import StatusMessage, decode_command
 from agent_link.outbox import Outbox
 from agent_link.topics import Topics
@@ -216,7 +216,9 @@ async def test_command_sent_while_device_down_is_delivered(mosquitto: Mosquitto,
         assert [decode_command(p).id for _, p in r.messages] == [f"c-{i}" for i in range(5)]
 
 
-async def test_events_appended_while_broker_down_arrive_in_order(mosquitto: Mosquitto, tmp_path: Path) -> None:
+async def test_events_appended_while_broker_down_arrive_in_order(
+    mosquitto: Mosquitto, tmp_path: Path
+) -> None:
     outbox = Outbox(tmp_path / "outbox.db", DEVICE, 5)
     async with running(mosquitto, outbox, boot=5) as r:
         ag = agent(mosquitto, [T.event], identifier="agent-events")
@@ -261,27 +263,67 @@ async def test_events_pending_at_kill_are_sent_after_restart(mosquitto: Mosquitt
     assert len({e["id"] for e in events}) == 11
 
 
-@pytest.mark.parametrize("password", ["wrong"])
-async def test_refused_connection_is_logged_without_hot_loop(
-    tmp_path: Path, password: str, caplog: pytest.LogCaptureFixture
-) -> None:
+@pytest.fixture
+def auth_broker(tmp_path: Path) -> Iterator[Mosquitto]:
+    """A broker that only accepts user ``dev`` with password ``right``."""
     pwfile = tmp_path / "passwd"
     subprocess.run(["mosquitto_passwd", "-b", "-c", str(pwfile), "dev", "right"], check=True)
-    broker = Mosquitto(tmp_path / "auth", extra_config=f"allow_anonymous false\npassword_file {pwfile}\n")
-    broker.config_path.write_text(broker.config_path.read_text().replace("allow_anonymous true\n", ""))
+    broker = Mosquitto(tmp_path / "auth", extra_config=f"password_file {pwfile}", anonymous=False)
     broker.start()
-    try:
-        secret = tmp_path / "secret"
-        secret.write_text(password + "\n")
-        settings = _settings(broker, username="dev", password_file=str(secret))
-        link = MqttLink(settings, DEVICE, 1, Outbox(tmp_path / "o.db", DEVICE, 1), lambda *a: None, lambda *a: None)
-        task = asyncio.create_task(link.run())
-        await asyncio.sleep(2.0)
-        await link.shutdown(StatusMessage(online=False, boot=1), flush_timeout=0.5)
-        await task
-        refused = [r for r in caplog.records if "refused the connection" in r.getMessage()]
-        assert refused and "password" in refused[0].getMessage().lower()
-        assert 1 <= len(refused) <= 8  # back-off 0.1 → 0.5 s: a handful of attempts, not a hot loop
-        assert not link.connected
-    finally:
-        broker.kill()
+    yield broker
+    broker.kill()
+
+
+async def test_credentials_from_password_file(auth_broker: Mosquitto, tmp_path: Path) -> None:
+    secret = tmp_path / "secret"
+    secret.write_text("right\n")
+    outbox = Outbox(tmp_path / "o.db", DEVICE, 1)
+    r = Running(auth_broker, outbox, 1)
+    r.link = MqttLink(
+        _settings(auth_broker, username="dev", password_file=str(secret)),
+        DEVICE,
+        1,
+        outbox,
+        r._on_message,
+        r._on_connection,
+    )
+    task = asyncio.create_task(r.link.run())
+    await r.wait_connected()
+    await r.link.shutdown(StatusMessage(online=False, boot=1))
+    await task
+
+
+async def test_refused_connection_is_logged_without_hot_loop(
+    auth_broker: Mosquitto, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    secret = tmp_path / "secret"
+    secret.write_text("wrong\n")
+    settings = _settings(auth_broker, username="dev", password_file=str(secret))
+    link = MqttLink(
+        settings, DEVICE, 1, Outbox(tmp_path / "o.db", DEVICE, 1), lambda *a: None, lambda *a: None
+    )
+    task = asyncio.create_task(link.run())
+    await asyncio.sleep(2.0)
+    await link.shutdown(StatusMessage(online=False, boot=1), flush_timeout=0.5)
+    await task
+    refused = [r for r in caplog.records if "refused the connection" in r.getMessage()]
+    assert refused and "password" in refused[0].getMessage().lower()
+    assert 1 <= len(refused) <= 8  # back-off 0.1 → 0.5 s: a handful of attempts, not a hot loop
+    assert not link.connected
+
+
+def test_missing_password_file_is_a_clear_error(tmp_path: Path) -> None:
+    settings = LinkSettings(username="dev", password_file=str(tmp_path / "nope"))
+    with pytest.raises(LinkConfigError, match="password_file"):
+        MqttLink(settings, DEVICE, 1, Outbox(tmp_path / "o.db", DEVICE, 1), lambda *a: None, lambda *a: None)
+
+
+@pytest.mark.parametrize("url", ["http://x", "mqtt://", "mqtt://u:p@host", "mqtt://host:99999"])
+def test_bad_broker_url(url: str) -> None:
+    with pytest.raises(LinkConfigError, match="broker URL"):
+        LinkSettings(broker=url)
+
+
+def test_broker_url_defaults() -> None:
+    assert LinkSettings(broker="mqtts://example.org").endpoint() == ("example.org", 8883, True)
+    assert LinkSettings().endpoint() == ("127.0.0.1", 1883, False)

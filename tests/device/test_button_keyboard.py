@@ -35,7 +35,11 @@ async def test_space_enter_tap_and_l_long_then_terminal_restored(pty: tuple[int,
         presses = await got.wait_for(3)
     finally:
         button.close()
-    assert [(p.kind, p.source) for p in presses] == [("tap", "keyboard"), ("tap", "keyboard"), ("long", "keyboard")]
+    assert [(p.kind, p.source) for p in presses] == [
+        ("tap", "keyboard"),
+        ("tap", "keyboard"),
+        ("long", "keyboard"),
+    ]
     assert termios.tcgetattr(slave) == before
 
 

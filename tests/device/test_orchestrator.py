@@ -82,7 +82,11 @@ class Run:
         return self.feed(PlaybackStarted(say, self.t()), PlaybackFinished(say, interrupted, self.t()))
 
     def published(self, acts: Iterable[Action] | None = None) -> list[tuple[str, dict[str, object]]]:
-        return [(a.event_type, a.fields) for a in (self.actions if acts is None else acts) if isinstance(a, Publish)]
+        return [
+            (a.event_type, a.fields)
+            for a in (self.actions if acts is None else acts)
+            if isinstance(a, Publish)
+        ]
 
     def types(self, acts: Iterable[Action] | None = None) -> list[str]:
         return [t for t, _ in self.published(acts)]
@@ -132,7 +136,9 @@ def test_utterance_lifecycle_and_thinking() -> None:
 def test_failed_utterance_closed_once() -> None:
     run = Run()
     run.wake()
-    run.feed(SpeechStarted("u1", 1.0), SpeechEnded("u1", 300, 1.3), UtteranceFailed("u1", "no_speech", "", 1.5))
+    run.feed(
+        SpeechStarted("u1", 1.0), SpeechEnded("u1", 300, 1.3), UtteranceFailed("u1", "no_speech", "", 1.5)
+    )
     run.feed(UtteranceFailed("u1", "no_speech", "again", 1.6), Transcribed("u1", "x", 0.5, "en", 1, 1, 1.7))
     assert run.types() == ["wake", "speech_started", "speech_ended", "utterance_failed"]
 
@@ -141,7 +147,7 @@ def test_typed_text_has_confidence_one() -> None:
     run = Run()
     run.wake()
     acts = run.feed(TypedText("t-1", "hi there", 3.0))
-    (kind, fields), = run.published(acts)
+    ((kind, fields),) = run.published(acts)
     assert kind == "transcript" and fields["confidence"] == 1.0 and fields["source"] == "typed"
 
 
@@ -154,7 +160,10 @@ def test_say_while_asleep_rejected() -> None:
     run = Run()
     acts = run.say("r1", "Hello", cid="cmd-1")
     assert run.published(acts) == [
-        ("command_rejected", {"command": "cmd-1", "reason": "asleep", "detail": "the device is asleep; only a tap wakes it"})
+        (
+            "command_rejected",
+            {"command": "cmd-1", "reason": "asleep", "detail": "the device is asleep; only a tap wakes it"},
+        )
     ]
     assert not any(isinstance(a, Speak) for a in acts)
 
@@ -169,7 +178,10 @@ def test_say_streams_chunks_and_strips_tags() -> None:
     assert "".join(s.text for s in speaks) == "Hello there. Wow!"
     assert [s.final for s in speaks] == [False, False, True]
     reply = run.state.reply("r1")
-    assert reply is not None and [(m.offset, m.name) for m in reply.marks] == [(0, "happy"), (13, "surprised")]
+    assert reply is not None and [(m.offset, m.name) for m in reply.marks] == [
+        (0, "happy"),
+        (13, "surprised"),
+    ]
 
 
 def test_playback_sets_speaking_and_half_duplex() -> None:
@@ -323,13 +335,20 @@ def test_settings_commands_persist_and_apply() -> None:
     assert SaveSettings(True, "de", None, 0.5) in acts
     acts = run.cmd(SleepAllowedCommand(id="c2", value=False))
     assert SaveSettings(False, "de", None, 0.5) in acts
-    assert status_fields(run.state) == {"state": "asleep", "sleep_allowed": False, "language": "de", "volume": 0.5}
+    assert status_fields(run.state) == {
+        "state": "asleep",
+        "sleep_allowed": False,
+        "language": "de",
+        "volume": 0.5,
+    }
 
 
 def test_refused_command_published() -> None:
     run = Run()
     acts = run.feed(CommandRefused(None, "invalid", "bad JSON", 3.0))
-    assert run.published(acts) == [("command_rejected", {"command": None, "reason": "invalid", "detail": "bad JSON"})]
+    assert run.published(acts) == [
+        ("command_rejected", {"command": None, "reason": "invalid", "detail": "bad JSON"})
+    ]
 
 
 def test_chunk_after_final_rejected() -> None:

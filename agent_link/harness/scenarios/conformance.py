@@ -1,0 +1,351 @@
+"""The conformance suite: every device-side behaviour the companion agent relies on.
+
+Each scenario starts from a reset device (asleep, sleep allowed) and leaves it asleep.
+"""
+
+from __future__ import annotations
+
+import time
+
+from agent_link.harness.client import new_id
+from agent_link.harness.scenario import ScenarioRun, scenario
+
+GREETING = "[happy] Hi! How are you doing today?"
+GOODBYE = (
+    "[happy] It was lovely talking with you today. I hope you have a restful night. "
+    "Good night, and tap me when you want to talk again."
+)
+LONG_REPLY = (
+    "Let me tell you a long story about a little robot. It lived in a small house by the sea. "
+    "Every morning it watched the boats sail out. Every evening it counted the stars one by one."
+)
+
+
+@scenario("wake_greeting", "a tap wakes the device (wake) and the greeting plays")
+async def wake_greeting(run: ScenarioRun) -> None:
+    h, t = run.h, run.timeout
+    await run.reset()
+    async with run.step("tap → wake(source=sim)"):
+        await run.tap()
+        await h.wait_for("wake", t, source="sim")
+    async with run.step("status: awake (not asleep)"):
+        await h.wait_status(state="idle", timeout=t)
+    say = new_id("greet")
+    async with run.step("greeting plays: playback_started"):
+        await h.say(GREETING, say_id=say)
+        await h.wait_for("playback_started", t, say=say)
+    async with run.step("greeting finishes: playback_finished(interrupted=False)"):
+        await h.wait_for("playback_finished", t, say=say, interrupted=False)
+    async with run.step("status back to idle"):
+        await h.wait_status(state="idle", timeout=t)
+    await run.reset()
+
+
+@scenario("tap_while_awake", "a tap while awake is a tap event, not a second wake")
+async def tap_while_awake(run: ScenarioRun) -> None:
+    h, t = run.h, run.timeout
+    await run.wake()
+    async with run.step("tap → tap(source=sim)"):
+        await run.tap()
+        await h.wait_for("tap", t, source="sim")
+    async with run.step("no second wake"):
+        await h.expect_none("wake", within=1.0)
+    await run.reset()
+
+
+@scenario("goodbye_then_sleep", "sleep after a goodbye: asleep only after the goodbye finished playing")
+async def goodbye_then_sleep(run: ScenarioRun) -> None:
+    h, t = run.h, run.timeout
+    await run.wake()
+    say = new_id("bye")
+    await h.say(GOODBYE, say_id=say)
+    await h.sleep()
+    async with run.step("goodbye plays to its end"):
+        await h.wait_for("playback_started", t, say=say)
+        finished = await h.wait_for("playback_finished", 2 * t, say=say, interrupted=False)
+    async with run.step("asleep(reason=command) after it"):
+        asleep = await h.wait_for("asleep", t, reason="command")
+        h.assert_sequence([("playback_finished", {"say": say}), "asleep"])
+    async with run.step("asleep.ts ≥ playback_finished.ts"):
+        assert asleep.ts >= finished.ts, f"asleep at {asleep.ts:.3f} before playback ended {finished.ts:.3f}"
+    async with run.step("status: asleep"):
+        await h.wait_status(state="asleep", timeout=t)
+
+
+@scenario("goodbye_tag", "a [sleep] tag: asleep(reason=tag) after the reply finished playing")
+async def goodbye_tag(run: ScenarioRun) -> None:
+    h, t = run.h, run.timeout
+    await run.wake()
+    say = new_id("bye")
+    async with run.step("reply with [sleep] plays to its end"):
+        await h.say("[happy] Good night! Tap me when you want to talk again. [sleep]", say_id=say)
+        finished = await h.wait_for("playback_finished", 2 * t, say=say, interrupted=False)
+    async with run.step("asleep(reason=tag), ts ≥ playback_finished.ts"):
+        asleep = await h.wait_for("asleep", t, reason="tag")
+        assert asleep.ts >= finished.ts, f"asleep at {asleep.ts:.3f} before playback ended {finished.ts:.3f}"
+    async with run.step("status: asleep"):
+        await h.wait_status(state="asleep", timeout=t)
+
+
+@scenario("idle_sleep", "sleep with nothing queued: asleep at once")
+async def idle_sleep(run: ScenarioRun) -> None:
+    h, t = run.h, run.timeout
+    await run.wake()
+    async with run.step("sleep → asleep(reason=command) within 3 s"):
+        sent = time.time()
+        await h.sleep()
+        asleep = await h.wait_for("asleep", 3.0, reason="command")
+        assert asleep.ts - sent < 3.0, f"asleep {asleep.ts - sent:.2f} s after the command"
+    async with run.step("status: asleep"):
+        await h.wait_status(state="asleep", timeout=t)
+    async with run.step("sleep while asleep: no second asleep"):
+        await h.sleep()
+        await h.expect_none("asleep", within=1.5)
+
+
+@scenario("activity_blocks_sleep", "sleep_allowed false: [sleep] tag and sleep ignored; true: honoured")
+async def activity_blocks_sleep(run: ScenarioRun) -> None:
+    h, t = run.h, run.timeout
+    await run.wake()
+    async with run.step("sleep_allowed false → status sleep_allowed=false"):
+        await h.sleep_allowed(False)
+        await h.wait_status(sleep_allowed=False, timeout=t)
+    say = new_id("tag")
+    async with run.step("reply with [sleep] → sleep_ignored(via=tag, say)"):
+        await h.say("[happy] Good night! [sleep]", say_id=say)
+        await h.wait_for("playback_finished", 2 * t, say=say)
+        await h.wait_for("sleep_ignored", t, via="tag", say=say)
+    async with run.step("sleep command → sleep_ignored(via=command)"):
+        await h.sleep()
+        await h.wait_for("sleep_ignored", t, via="command")
+    async with run.step("still awake: no asleep"):
+        await h.expect_none("asleep", within=1.0)
+        await h.wait_status(state="idle", timeout=t)
+    async with run.step("sleep_allowed true → sleep honoured (asleep)"):
+        await h.sleep_allowed(True)
+        await h.wait_status(sleep_allowed=True, timeout=t)
+        await h.sleep()
+        await h.wait_for("asleep", t, reason="command")
+
+
+@scenario(
+    "activity_starts_during_goodbye",
+    "sleep_allowed checked when the sleep takes effect: an activity starting mid-goodbye keeps it awake",
+)
+async def activity_starts_during_goodbye(run: ScenarioRun) -> None:
+    h, t = run.h, run.timeout
+    await run.wake()
+    say = new_id("bye")
+    async with run.step("goodbye + sleep, then sleep_allowed false while it plays"):
+        await h.say(GOODBYE, say_id=say)
+        await h.sleep()
+        await h.wait_for("playback_started", t, say=say)
+        await h.sleep_allowed(False)
+    async with run.step("goodbye finishes → sleep_ignored(via=command), no asleep"):
+        await h.wait_for("playback_finished", 2 * t, say=say)
+        await h.wait_for("sleep_ignored", t, via="command")
+        await h.expect_none("asleep", within=1.0)
+    await run.reset()
+
+
+@scenario("stop_mid_reply", "stop while speaking: playback_finished(interrupted=true), queued speech dropped")
+async def stop_mid_reply(run: ScenarioRun) -> None:
+    h, t = run.h, run.timeout
+    await run.wake()
+    first, queued = new_id("long"), new_id("queued")
+    async with run.step("long reply starts playing"):
+        await h.say(LONG_REPLY, say_id=first)
+        await h.say("[happy] This reply is queued behind it.", say_id=queued)
+        await h.wait_for("playback_started", t, say=first)
+    async with run.step("stop → playback_finished(interrupted=true) within 3 s"):
+        await h.stop()
+        await h.wait_for("playback_finished", 3.0, say=first, interrupted=True)
+    async with run.step("queued reply never plays"):
+        await h.expect_none("playback_started", within=1.5, say=queued)
+    async with run.step("status: idle"):
+        await h.wait_status(state="idle", timeout=t)
+    await run.reset()
+
+
+@scenario("streamed_reply", "several say chunks with one say id: one playback_started, one playback_finished")
+async def streamed_reply(run: ScenarioRun) -> None:
+    h, t = run.h, run.timeout
+    await run.wake()
+    say = new_id("stream")
+    async with run.step("3 chunks, final on the last"):
+        await h.say("[happy] Here is the first part of my answer.", say_id=say, final=False)
+        await h.say(" And here comes the second part,", say_id=say, final=False)
+        await h.say(" and this is the end.", say_id=say, final=True)
+        await h.wait_for("playback_started", t, say=say)
+    async with run.step("one playback_finished(interrupted=false)"):
+        await h.wait_for("playback_finished", 3 * t, say=say, interrupted=False)
+    async with run.step("exactly one playback_started and one playback_finished"):
+        await h.expect_none("playback_started", within=1.0, say=say)
+        starts = [e for e in h.since() if e.type == "playback_started" and e.say == say]
+        ends = [e for e in h.since() if e.type == "playback_finished" and e.say == say]
+        assert (len(starts), len(ends)) == (1, 1), f"{len(starts)} starts, {len(ends)} finishes"
+    await run.reset()
+
+
+@scenario("typed_text", "sim/text → transcript(source=typed, confidence=1)")
+async def typed_text(run: ScenarioRun) -> None:
+    h, t = run.h, run.timeout
+    await run.wake()
+    async with run.step("typed text → transcript typed, confidence 1"):
+        await h.sim_text("hello robot")
+        event = await h.wait_for("transcript", t, source="typed")
+        assert event.text == "hello robot", f"text {event.text!r}"
+        assert event.confidence == 1.0, f"confidence {event.confidence}"
+    async with run.step("no speech_started for typed input"):
+        assert not [e for e in h.since() if e.type == "speech_started"]
+    await run.reset()
+
+
+@scenario("voice_transcript", "speech fed as sim/audio → speech_started, speech_ended, transcript(voice)")
+async def voice_transcript(run: ScenarioRun) -> None:
+    h, t = run.h, run.timeout
+    if run.ctx.say_to_device is None:
+        run.note("skipped: no voice to speak with (say_to_device not set)")
+        return
+    await run.wake()
+    async with run.step("spoken 'What is the weather like today?' → speech_started"):
+        await run.ctx.say_to_device("What is the weather like today?")
+        started = await h.wait_for("speech_started", t)
+    async with run.step("speech_ended and transcript for the same utterance"):
+        await h.wait_for("speech_ended", t, utterance=started.utterance)
+        heard = await h.wait_for(("transcript", {"utterance": started.utterance}), 2 * t)
+        run.note(f"heard {heard.text!r} confidence {heard.confidence:.2f} decode {heard.decode_ms} ms")
+    async with run.step("transcript: source voice, words right, confidence ≥ 0.4"):
+        assert heard.source == "voice", heard.source
+        assert "weather" in heard.text.lower(), f"text {heard.text!r}"
+        assert heard.confidence >= 0.4, f"confidence {heard.confidence:.2f}"
+    await run.reset()
+
+
+@scenario("duplicate_command", "a command id sent twice is executed once")
+async def duplicate_command(run: ScenarioRun) -> None:
+    h, t = run.h, run.timeout
+    await run.wake()
+    cid = new_id("dup")
+    async with run.step("say twice with one command id → one playback"):
+        await h.say("[happy] I say this only once.", say_id=cid, command_id=cid)
+        await h.say("[happy] I say this only once.", say_id=cid, command_id=cid)
+        await h.wait_for("playback_finished", 2 * t, say=cid)
+        await h.expect_none("playback_started", within=1.5, say=cid)
+        starts = [e for e in h.since() if e.type == "playback_started" and e.say == cid]
+        assert len(starts) == 1, f"{len(starts)} playback_started for {cid}"
+    await run.reset()
+
+
+@scenario("expired_command", "a command past expires_at → command_rejected(expired), not executed")
+async def expired_command(run: ScenarioRun) -> None:
+    h, t = run.h, run.timeout
+    await run.wake()
+    async with run.step("expired say → command_rejected(expired)"):
+        cid = await h.say("You must never hear this.", expires_at=time.time() - 30)
+        event = await h.wait_for("command_rejected", t, command=cid)
+        assert event.reason == "expired", f"reason {event.reason}"
+    async with run.step("nothing played"):
+        await h.expect_none("playback_started", within=1.0, say=cid)
+    await run.reset()
+
+
+_MALFORMED: tuple[tuple[str, bytes, str, str | None], ...] = (
+    ("not JSON", b"{this is not json", "invalid", None),
+    ("JSON array", b"[1, 2]", "invalid", None),
+    ("wrong field type", b'{"v":1,"type":"say","id":"bad-type","say":"r","text":5}', "invalid", "bad-type"),
+    ("missing field", b'{"v":1,"type":"sleep_allowed","id":"bad-missing"}', "invalid", "bad-missing"),
+    ("unknown type", b'{"v":1,"type":"dance","id":"bad-unknown"}', "unknown_type", "bad-unknown"),
+    ("version 2", b'{"v":2,"type":"stop","id":"bad-version"}', "unsupported_version", "bad-version"),
+)
+
+
+@scenario("malformed_commands", "malformed commands → command_rejected with reason and detail; still running")
+async def malformed_commands(run: ScenarioRun) -> None:
+    h, t = run.h, run.timeout
+    await run.wake()
+    for label, payload, reason, cid in _MALFORMED:
+        unique = cid and f"{cid}-{new_id('m')}"
+        data = payload.replace(cid.encode(), unique.encode()) if cid and unique else payload
+        async with run.step(f"{label} → command_rejected({reason})"):
+            await h.send_raw(data)
+            event = await h.wait_for("command_rejected", t, reason=reason, command=unique)
+            assert event.detail, "empty detail"
+    async with run.step("payload over 64 KiB → command_rejected(invalid)"):
+        big = f'{{"v":1,"type":"say","id":"{new_id("big")}","say":"r","text":"{"a" * 70000}"}}'
+        await h.send_raw(big.encode())
+        await h.wait_for("command_rejected", t, reason="invalid")
+    async with run.step("device still answers: a say plays"):
+        say = await h.say("[happy] Still here.")
+        await h.wait_for("playback_finished", 2 * t, say=say)
+    await run.reset()
+
+
+@scenario("say_while_asleep", "say while asleep → command_rejected(asleep); nothing played")
+async def say_while_asleep(run: ScenarioRun) -> None:
+    h, t = run.h, run.timeout
+    await run.reset()
+    async with run.step("say → command_rejected(asleep)"):
+        cid = await h.say("Nobody should hear this.")
+        await h.wait_for("command_rejected", t, command=cid, reason="asleep")
+    async with run.step("nothing played, still asleep"):
+        await h.expect_none("playback_started", within=1.0)
+        await h.wait_status(state="asleep", timeout=t)
+
+
+@scenario("config_volume", "config volume → status shows it (then restored)")
+async def config_volume(run: ScenarioRun) -> None:
+    h, t = run.h, run.timeout
+    await run.reset()
+    before = h.status.volume if h.status and h.status.volume is not None else 0.8
+    target = 0.35 if abs(before - 0.35) > 0.01 else 0.55
+    async with run.step(f"config volume={target} → status volume={target}"):
+        await h.config(volume=target)
+        await h.wait_status(volume=target, timeout=t)
+    async with run.step("no command_rejected"):
+        await h.expect_none("command_rejected", within=0.5)
+    await h.config(volume=before)
+    await h.wait_status(volume=before, timeout=t)
+
+
+@scenario(
+    "restart_keeps_sleep_allowed",
+    "device restart mid-activity: new boot, asleep, sleep_allowed still false",
+    restarts=True,
+)
+async def restart_keeps_sleep_allowed(run: ScenarioRun) -> None:
+    h, t = run.h, run.timeout
+    await run.wake()
+    async with run.step("activity: sleep_allowed false"):
+        await h.sleep_allowed(False)
+        status = await h.wait_status(sleep_allowed=False, timeout=t)
+    old_boot = status.boot
+    async with run.step("device restarts → status online, new boot, asleep, sleep_allowed false"):
+        if run.ctx.restart_device is not None:
+            await run.ctx.restart_device()
+        else:
+            run.note("restart the device now (waiting up to 120 s for a new boot)")
+        restarted = await h.wait_status(
+            timeout=120 if run.ctx.restart_device is None else 3 * t,
+            online=True,
+            boot=old_boot + 1,
+            state="asleep",
+        )
+        assert restarted.sleep_allowed is False, f"sleep_allowed {restarted.sleep_allowed} after restart"
+    h.mark()
+    async with run.step("tap → wake; sleep → sleep_ignored(command)"):
+        await run.tap()
+        await h.wait_for("wake", t)
+        await h.sleep()
+        await h.wait_for("sleep_ignored", t, via="command")
+    async with run.step("sleep_allowed true → sleep honoured"):
+        await h.sleep_allowed(True)
+        await h.wait_status(sleep_allowed=True, timeout=t)
+        await h.sleep()
+        await h.wait_for("asleep", t)
+
+
+@scenario("contract", "the whole event stream so far keeps the contract (seq, ids, utterances, playback)")
+async def contract(run: ScenarioRun) -> None:
+    async with run.step(f"{len(run.h.events)} events: no contract violation"):
+        run.h.assert_contract()

@@ -1,0 +1,189 @@
+"""CLI for hearing: ``robot-face transcribe``, ``robot-face eval confidence``, ``robot-face bench stt``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import statistics
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from audio.confidence import normalise_for_wer
+from audio.hearing_settings import HearingSettings
+from audio.stt import WhisperTranscriber
+from audio.stt_clip import load_clip, transcribe_clip
+from audio.wav import FloatArray
+
+_LOGGER = logging.getLogger(__name__)
+
+BENCH_SENTENCES = (
+    "Yes.",
+    "Thank you.",
+    "Good night.",
+    "What time is it?",
+    "Turn on the lights in the kitchen.",
+    "Can you tell me a story about a dragon?",
+    "Please remind me to call my sister tomorrow morning.",
+    "I would like to listen to some quiet music while I read my book.",
+    "How far away is the moon, and how long would it take to fly there?",
+    "My favourite colour is blue, but my brother likes green and my sister likes red.",
+)
+
+
+def _stt_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default="", help="Whisper model dir or name (default: packaged tiny.en)")
+    p.add_argument("--beam-size", type=int, default=None, help="beam size (default from settings)")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads (default from settings)")
+    p.add_argument("--full-window", action="store_true", help="pad to 30 s like stock faster-whisper")
+
+
+def _settings(args: argparse.Namespace) -> HearingSettings:
+    s = HearingSettings()
+    changes: dict[str, object] = {"stt_model": args.model}
+    if args.beam_size is not None:
+        changes["stt_beam_size"] = args.beam_size
+    if args.threads is not None:
+        changes["stt_threads"] = args.threads
+    if args.full_window:
+        changes["stt_short_window"] = False
+    return replace(s, **changes)  # type: ignore[arg-type]
+
+
+def _load(settings: HearingSettings) -> WhisperTranscriber:
+    t = WhisperTranscriber(settings)
+    t.load()
+    return t
+
+
+def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``transcribe``, ``eval confidence`` and ``bench stt``."""
+    p = sub.add_parser("transcribe", help="transcribe audio files through the runtime path (VAD + Whisper)")
+    p.add_argument("files", nargs="+", type=Path)
+    p.add_argument("--json", action="store_true", help="one JSON object per file (default: text lines)")
+    _stt_args(p)
+    p.set_defaults(func=_transcribe)
+
+    ev = sub.add_parser("eval", help="evaluations")
+    ev_sub = ev.add_subparsers(dest="eval_what", required=True)
+    c = ev_sub.add_parser("confidence", help="WER, AUROC, ECE and reject shares on a manifest.tsv set")
+    c.add_argument("dir", type=Path, help="directory holding manifest.tsv")
+    c.add_argument("--rows", type=Path, default=None, help="also write per-clip rows as JSON lines here")
+    _stt_args(c)
+    c.set_defaults(func=_eval_confidence)
+
+    b = bench.add_parser("stt", help="short-window decode vs faster-whisper transcribe(): latency and WER")
+    b.add_argument("--dir", type=Path, default=None, help="manifest set to take 1–8 s speech clips from")
+    b.add_argument("--limit", type=int, default=30, help="most utterances to use (default 30)")
+    b.add_argument("--baseline-beams", default="5,1", help="beam sizes for the baseline (default 5,1)")
+    _stt_args(b)
+    b.set_defaults(func=_bench_stt)
+
+
+def _transcribe(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    stt = _load(settings)
+    status = 0
+    for path in args.files:
+        try:
+            samples = load_clip(path, settings.sample_rate)
+        except Exception as err:
+            print(f"{path}: cannot read audio: {err}", file=sys.stderr)
+            status = 1
+            continue
+        res = transcribe_clip(samples, stt, settings)
+        if args.json:
+            out = {
+                "file": str(path),
+                "text": res.text,
+                "confidence": round(res.confidence, 4),
+                "language": res.language,
+                "audio_ms": res.audio_ms,
+                "decode_ms": res.decode_ms,
+            }
+            print(json.dumps(out), flush=True)
+        else:
+            print(f"{path}\t{res.confidence:.3f}\t{res.text}", flush=True)
+    return status
+
+
+def _eval_confidence(args: argparse.Namespace) -> int:
+    from audio.eval_confidence import evaluate_set, report, rows_to_jsonl
+
+    if not (args.dir / "manifest.tsv").is_file():
+        print(f"{args.dir}: no manifest.tsv", file=sys.stderr)
+        return 2
+    settings = _settings(args)
+    rows = evaluate_set(args.dir, _load(settings), settings)
+    if args.rows:
+        rows_to_jsonl(rows, args.rows)
+    print(json.dumps(report(rows), indent=2))
+    return 0
+
+
+def _bench_utterances(args: argparse.Namespace) -> list[tuple[str, FloatArray]]:
+    if args.dir is not None:
+        from audio.eval_confidence import read_manifest
+
+        out = []
+        for e in read_manifest(args.dir):
+            if e.get("kind", "speech") != "speech":
+                continue
+            a = load_clip(args.dir / e["relpath"])
+            if 1.0 <= len(a) / 16000 <= 8.0:
+                out.append((e["transcript"], a))
+        return out[: args.limit]
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    import build_speech_sets as bss
+
+    rng = np.random.default_rng(3)
+    utts = []
+    for voice in ("piper:joe:1.0", "espeak:en-us", "espeak:en-gb-scotland"):
+        for text in BENCH_SENTENCES:
+            cond = str(rng.choice(["clean", "snr20", "snr10"]))
+            utts.append((text, bss.degrade(bss.synth(text, voice), cond, rng)))
+    return utts[: args.limit]
+
+
+def _bench_stt(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    stt = _load(settings)
+    utts = _bench_utterances(args)
+    if not utts:
+        print("no 1–8 s utterances found", file=sys.stderr)
+        return 2
+    durations = [len(a) / 16000 for _, a in utts]
+    print(f"{len(utts)} utterances, {min(durations):.1f}–{max(durations):.1f} s, threads={settings.stt_threads}")
+    stt.transcribe(utts[0][1])  # warm-up
+    stt.transcribe_baseline(utts[0][1])
+
+    def run(name: str, fn: object) -> tuple[float, float, float]:
+        times, errs, words = [], 0, 0
+        for ref, audio in utts:
+            t0 = time.perf_counter()
+            text = fn(audio)  # type: ignore[operator]
+            times.append(time.perf_counter() - t0)
+            from audio.eval_confidence import word_errors
+
+            errs += word_errors(ref, text)
+            words += len(normalise_for_wer(ref).split())
+        med = statistics.median(times)
+        p95 = float(np.percentile(times, 95))
+        wer = errs / max(1, words)
+        print(f"{name:34s} median {med * 1000:6.0f} ms   p95 {p95 * 1000:6.0f} ms   WER {wer * 100:5.1f} %")
+        return med, p95, wer
+
+    ours = run(f"short window (beam {settings.stt_beam_size})", lambda a: stt.transcribe(a).text)
+    for beam in [int(b) for b in args.baseline_beams.split(",") if b.strip()]:
+        base_stt = WhisperTranscriber(replace(settings, stt_beam_size=beam))
+        base_stt._model, base_stt._tokenizer = stt.model, stt._tokenizer  # share the loaded model
+        base = run(f"faster-whisper transcribe() beam {beam}", base_stt.transcribe_baseline)
+        print(
+            f"  → ours/baseline(beam {beam}): median {ours[0] / base[0]:.2f}×, p95 {ours[1] / base[1]:.2f}×, "
+            f"WER {(ours[2] - base[2]) * 100:+.1f} points"
+        )
+    return 0

@@ -1,0 +1,137 @@
+"""Outbox, command-id store and command gate."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agent_link.command_ids import CommandIdStore
+from agent_link.gate import CommandGate, Rejection
+from agent_link.messages import ProtocolError, SayCommand, decode_event
+from agent_link.outbox import Outbox, OutboxError
+
+
+def _say(cid: str, **extra: object) -> bytes:
+    return json.dumps({"v": 1, "type": "say", "id": cid, "say": "r", "text": "hi", **extra}).encode()
+
+
+# ---- outbox ----------------------------------------------------------------------------------------
+def test_outbox_order_seq_and_ids(tmp_path: Path) -> None:
+    box = Outbox(tmp_path / "o.db", "dev", 3)
+    events = [box.append("tap", {"source": "sim"}, 10.0 + i) for i in range(5)]
+    assert [e.seq for e in events] == [1, 2, 3, 4, 5]
+    assert [e.id for e in events] == [f"dev-3-{i}" for i in range(1, 6)]
+    pending = box.pending(10)
+    assert [decode_event(p) for _, p in pending] == events
+    assert [k for k, _ in pending] == sorted(k for k, _ in pending)
+    assert [decode_event(p).seq for _, p in box.pending(2)] == [1, 2]
+
+
+def test_outbox_survives_reopen_and_ack(tmp_path: Path) -> None:
+    box = Outbox(tmp_path / "o.db", "dev", 1)
+    for i in range(3):
+        box.append("speech_started", {"utterance": f"u{i}"}, float(i))
+    box.close()  # "restart": the same boot reopened continues its seq, a new boot starts at 1
+    same = Outbox(tmp_path / "o.db", "dev", 1)
+    assert same.append("tap", {"source": "sim"}, 3.0).seq == 4
+    same.close()
+    box = Outbox(tmp_path / "o.db", "dev", 2)
+    new = box.append("tap", {"source": "button"}, 9.0)
+    assert (new.seq, new.id) == (1, "dev-2-1")
+    pending = box.pending(100)
+    assert [(decode_event(p).boot, decode_event(p).seq) for _, p in pending] == [
+        (1, 1),
+        (1, 2),
+        (1, 3),
+        (1, 4),
+        (2, 1),
+    ]
+    first_payload = pending[0][1]
+    box.ack(pending[0][0])
+    assert len(box) == 4 and box.pending(1)[0][1] != first_payload
+    again = Outbox(tmp_path / "o.db", "dev", 2)  # ids and payloads are stable across re-sends
+    assert again.pending(100) == box.pending(100)
+
+
+def test_outbox_rejects_bad_event_without_consuming_seq(tmp_path: Path) -> None:
+    box = Outbox(tmp_path / "o.db", "dev", 1)
+    with pytest.raises(ProtocolError):
+        box.append("wake", {"source": 1}, 1.0)
+    assert box.append("wake", {"source": "sim"}, 1.0).seq == 1
+    assert len(box) == 1
+
+
+def test_outbox_bounded(tmp_path: Path) -> None:
+    box = Outbox(tmp_path / "o.db", "dev", 1, max_events=3)
+    for i in range(5):
+        box.append("tap", {"source": "sim"}, float(i))
+    assert [decode_event(p).seq for _, p in box.pending(10)] == [3, 4, 5]
+
+
+def test_outbox_disk_full_is_outbox_error(tmp_path: Path) -> None:
+    box = Outbox(tmp_path / "o.db", "dev", 1)
+    box.append("tap", {"source": "sim"}, 1.0)
+    (pages,) = box._db.execute("PRAGMA page_count").fetchone()
+    box._db.execute(f"PRAGMA max_page_count={pages}")  # SQLITE_FULL: "database or disk is full"
+    stored = 1
+    with pytest.raises(OutboxError, match="full"):
+        for _ in range(200):
+            box.append(
+                "utterance_failed", {"utterance": "u", "reason": "stt_error", "detail": "x" * 3000}, 2.0
+            )
+            stored += 1
+    assert len(box) == stored  # nothing half-written; the seq is not consumed by a failed append
+    assert box.last_seq == stored
+
+
+def test_outbox_unusable_path_is_outbox_error(tmp_path: Path) -> None:
+    (tmp_path / "a-directory").mkdir()
+    with pytest.raises(OutboxError, match="cannot open outbox"):
+        Outbox(tmp_path / "a-directory", "dev", 1)
+
+
+# ---- command ids -----------------------------------------------------------------------------------
+def test_command_ids_persist_and_evict_oldest(tmp_path: Path) -> None:
+    store = CommandIdStore(tmp_path / "ids.db", capacity=3)
+    for cid in ["a", "b", "c"]:
+        store.remember(cid)
+    assert all(store.seen(c) for c in "abc")
+    store.remember("d")
+    assert not store.seen("a") and store.seen("d") and len(store) == 3
+    store.close()
+    reopened = CommandIdStore(tmp_path / "ids.db", capacity=3)
+    assert [reopened.seen(c) for c in "abcd"] == [False, True, True, True]
+
+
+# ---- gate ------------------------------------------------------------------------------------------
+def test_gate_executes_duplicates_once_also_after_restart(tmp_path: Path) -> None:
+    gate = CommandGate(CommandIdStore(tmp_path / "ids.db"))
+    first = gate.check(_say("c-1"), now=100.0)
+    assert isinstance(first, SayCommand) and first.id == "c-1"
+    assert gate.check(_say("c-1"), now=101.0) is None
+    gate.store.close()
+    restarted = CommandGate(CommandIdStore(tmp_path / "ids.db"))
+    assert restarted.check(_say("c-1"), now=102.0) is None
+    assert isinstance(restarted.check(_say("c-2"), now=102.0), SayCommand)
+
+
+def test_gate_rejects_expired(tmp_path: Path) -> None:
+    gate = CommandGate(CommandIdStore(tmp_path / "ids.db"))
+    result = gate.check(_say("c-1", expires_at=99.5), now=100.0)
+    assert isinstance(result, Rejection)
+    assert (result.command_id, result.reason) == ("c-1", "expired")
+    assert "99.500" in result.detail and "100.000" in result.detail
+    assert gate.check(_say("c-1", expires_at=99.5), now=100.0) is None  # redelivery: rejected once
+    assert isinstance(gate.check(_say("c-2", expires_at=100.5), now=100.0), SayCommand)
+
+
+def test_gate_rejects_malformed(tmp_path: Path) -> None:
+    gate = CommandGate(CommandIdStore(tmp_path / "ids.db"))
+    result = gate.check(b'{"v":1,"type":"say","id":"c-9","say":"r","text":7}', now=1.0)
+    assert isinstance(result, Rejection)
+    assert (result.command_id, result.reason) == ("c-9", "invalid") and "'text'" in result.detail
+    assert result.event_fields() == {"command": "c-9", "reason": "invalid", "detail": result.detail}
+    big = gate.check(b"x" * 70_000, now=1.0)
+    assert isinstance(big, Rejection) and big.command_id is None and "70000" in big.detail

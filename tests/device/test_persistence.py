@@ -1,0 +1,28 @@
+"""The state directory: boot counter and settings survive restarts, corrupt files do not crash."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from device.persistence import StateDir
+from device.state import Settings
+
+
+def test_boot_counter_increments(tmp_path: Path) -> None:
+    assert [StateDir(tmp_path).next_boot() for _ in range(3)] == [1, 2, 3]
+
+
+def test_settings_round_trip(tmp_path: Path) -> None:
+    StateDir(tmp_path).save_settings(
+        Settings(sleep_allowed=False, language="de", voice="/v.onnx", volume=0.2)
+    )
+    assert StateDir(tmp_path).load_settings(Settings()) == Settings(False, "de", "/v.onnx", 0.2)
+
+
+def test_missing_or_corrupt_settings_fall_back(tmp_path: Path) -> None:
+    defaults = Settings(volume=0.5)
+    assert StateDir(tmp_path).load_settings(defaults) == defaults
+    (tmp_path / "settings.json").write_text("{not json")
+    assert StateDir(tmp_path).load_settings(defaults) == defaults
+    (tmp_path / "boot").write_text("garbage")
+    assert StateDir(tmp_path).next_boot() == 1
