@@ -108,7 +108,7 @@ class Endpointer:
         self._start_needed = max(1, min(self._start_window, -(-settings.start_speech_ms // fms)))
         self._end_frames = max(1, settings.end_silence_ms // fms)
         self._post_frames = min(self._end_frames, settings.post_roll_ms // fms)
-        self._min_frames = settings.min_utterance_ms // fms
+        self._min_ms = settings.min_utterance_ms
         self._max_frames = max(1, settings.max_utterance_ms // fms)
         self._pre_frames = settings.pre_roll_ms // fms
         self._ring: deque[tuple[FloatArray, bool]] = deque(maxlen=self._pre_frames + self._start_window)
@@ -192,7 +192,7 @@ class Endpointer:
         audio = np.concatenate(self._frames[:keep]).astype(np.float32)
         end_offset = self._samples_seen - sum(len(f) for f in self._frames[len(flags) :])
         self.reset()
-        if speech_ms < self._min_frames * self.frame_ms:
+        if speech_ms < self._min_ms:
             return UtteranceRejected(reason="too_short", speech_ms=speech_ms)
         return UtteranceComplete(audio=audio, speech_ms=speech_ms, speech_ratio=ratio, end_offset=end_offset)
 

@@ -337,8 +337,12 @@ class Runtime:
         self._spawn(self.link.run(), "mqtt-link")
 
         self.face, servers = make_face(cfg, self._on_screen_tap, self._on_screen_text)
-        for server in servers:
-            await server.start()  # type: ignore[attr-defined]
+        for server in list(servers):
+            try:
+                await server.start()  # type: ignore[attr-defined]
+            except OSError as err:
+                _LOGGER.error("Face page not served (%s); continuing without it", err)
+                servers.remove(server)
         self._spawn(self.face.run(), "face")
         self.button = make_button(cfg.button)
         self.button.start(loop, self._on_press)
