@@ -48,6 +48,11 @@ def backoff_delay(attempt: int, min_s: float, max_s: float, rng: random.Random |
     return (rng or random).uniform(ceiling / 2, ceiling)
 
 
+def _is_tls_failure(err: BaseException) -> bool:
+    text = str(err)
+    return isinstance(err, ssl.SSLError) or "SSL" in text or "certificate" in text.lower()
+
+
 def _payload_bytes(payload: Any) -> bytes:
     if payload is None:
         return b""
@@ -119,7 +124,16 @@ class MqttLink:
                 except MqttConnectError as err:
                     self._log_refused(err)
                 except (aiomqtt.MqttError, OSError) as err:
-                    _LOGGER.warning("MQTT connection to %s lost or failed: %s", self.settings.broker, err)
+                    if _is_tls_failure(err):
+                        _LOGGER.error(
+                            "TLS with broker %s failed: %s (check ca_file / cert_file / key_file)",
+                            self.settings.broker,
+                            err,
+                        )
+                    else:
+                        _LOGGER.warning("MQTT connection to %s lost or failed: %s", self.settings.broker, err)
+                except Exception:  # a bug or an outbox failure must not end the link task
+                    _LOGGER.exception("MQTT link error; reconnecting")
                 finally:
                     if self._connected:
                         self._connected = False

@@ -12,8 +12,35 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError
 
+from agent_link.event_messages import (
+    ENVELOPE_FIELDS,
+    EVENT_TYPES,
+    AsleepEvent,
+    CommandRejectedEvent,
+    Event,
+    PlaybackFinishedEvent,
+    PlaybackStartedEvent,
+    SleepIgnoredEvent,
+    SpeechEndedEvent,
+    SpeechStartedEvent,
+    TapEvent,
+    TranscriptEvent,
+    UtteranceFailedEvent,
+    WakeEvent,
+)
+from agent_link.message_base import (
+    MAX_PAYLOAD_BYTES,
+    MAX_SAY_TEXT_CHARS,
+    PROTOCOL_VERSION,
+    FailureReason,
+    Message,
+    RejectReason,
+    State,
+    TapSource,
+    VersionedMessage,
+)
 from agent_link.protocol_error import ProtocolError, describe_validation_error
 
 __all__ = [
@@ -28,10 +55,12 @@ __all__ = [
     "CommandRejectedEvent",
     "ConfigCommand",
     "Event",
+    "FailureReason",
     "Message",
     "PlaybackFinishedEvent",
     "PlaybackStartedEvent",
     "ProtocolError",
+    "RejectReason",
     "SayCommand",
     "SimTap",
     "SimText",
@@ -40,9 +69,11 @@ __all__ = [
     "SleepIgnoredEvent",
     "SpeechEndedEvent",
     "SpeechStartedEvent",
+    "State",
     "StatusMessage",
     "StopCommand",
     "TapEvent",
+    "TapSource",
     "TranscriptEvent",
     "UtteranceFailedEvent",
     "WakeEvent",
@@ -54,59 +85,9 @@ __all__ = [
     "make_event",
 ]
 
-PROTOCOL_VERSION = 1
-"""The only protocol version this device speaks."""
-
-MAX_PAYLOAD_BYTES = 65536
-"""Largest accepted payload (64 KiB); anything larger is rejected as ``invalid``."""
-
-MAX_SAY_TEXT_CHARS = 4000
-"""Longest accepted ``say.text`` chunk, in characters."""
-
-State = Literal["asleep", "idle", "listening", "thinking", "speaking"]
-TapSource = Literal["button", "screen", "keyboard", "sim"]
-FailureReason = Literal["no_speech", "too_short", "too_long", "stt_error", "interrupted"]
-RejectReason = Literal["invalid", "unknown_type", "expired", "unsupported_version", "asleep"]
-
-
-class Message(BaseModel):
-    """Base of every protocol message: strict types, unknown fields ignored, immutable."""
-
-    model_config = ConfigDict(
-        strict=True, extra="ignore", frozen=True, allow_inf_nan=False, use_attribute_docstrings=True
-    )
-
-    EXAMPLE: ClassVar[dict[str, Any]] = {}
-    """A valid example payload (used by the docs, the schema export and the tests)."""
-
-    OMIT_NONE: ClassVar[bool] = False
-    """Leave ``None`` fields out of the encoded JSON (status messages) instead of writing null."""
-
-    def to_json(self) -> dict[str, Any]:
-        """The message as a JSON-ready dict (envelope fields ``v``, ``type``, ``id`` first)."""
-        data = self.model_dump(mode="json", exclude_none=self.OMIT_NONE)
-        head: dict[str, Any] = {key: data.pop(key) for key in ("v", "type", "id") if key in data}
-        return {**head, **data}
-
-    def encode(self) -> bytes:
-        """The message as compact UTF-8 JSON bytes (the MQTT payload)."""
-        return json.dumps(self.to_json(), separators=(",", ":"), ensure_ascii=False).encode()
-
-
-class _Versioned(Message):
-    v: Literal[1] = 1
-    """Protocol version, always 1."""
-
-    @field_validator("v", mode="before")
-    @classmethod
-    def _v_not_bool(cls, value: Any) -> Any:
-        if isinstance(value, bool):
-            raise ValueError("v must be the integer 1, not a boolean")
-        return value
-
 
 # ---- commands (agent → device) ---------------------------------------------------------------------
-class _CommandEnvelope(_Versioned):
+class _CommandEnvelope(VersionedMessage):
     id: str = Field(min_length=1, max_length=200)
     """Unique command id; duplicates are executed once."""
     expires_at: float | None = None
@@ -189,171 +170,8 @@ COMMAND_TYPES: dict[str, type[Command]] = {
 """Command ``type`` → class."""
 
 
-# ---- events (device → agent) -----------------------------------------------------------------------
-class _EventEnvelope(_Versioned):
-    id: str = Field(min_length=1)
-    """Unique event id, stable across re-sends."""
-    boot: int = Field(ge=0)
-    """Daemon start counter."""
-    seq: int = Field(ge=1)
-    """Sequence number, +1 per event within a boot (starts at 1)."""
-    ts: float
-    """Unix time (s) when it happened."""
-
-
-def _env(type_: str, **fields: Any) -> dict[str, Any]:
-    return {"v": 1, "type": type_, "id": "robot-1-7-41", "boot": 7, "seq": 41, "ts": 1764441600.125, **fields}
-
-
-class WakeEvent(_EventEnvelope):
-    """A tap woke the device from ``asleep``."""
-
-    type: Literal["wake"] = "wake"
-    source: TapSource
-    EXAMPLE: ClassVar[dict[str, Any]] = _env("wake", source="button")
-
-
-class AsleepEvent(_EventEnvelope):
-    """The device has fallen asleep."""
-
-    type: Literal["asleep"] = "asleep"
-    reason: Literal["command", "tag"]
-    EXAMPLE: ClassVar[dict[str, Any]] = _env("asleep", reason="command")
-
-
-class TapEvent(_EventEnvelope):
-    """A tap while awake (user activity)."""
-
-    type: Literal["tap"] = "tap"
-    source: TapSource
-    EXAMPLE: ClassVar[dict[str, Any]] = _env("tap", source="screen")
-
-
-class SpeechStartedEvent(_EventEnvelope):
-    """VAD saw the user start speaking."""
-
-    type: Literal["speech_started"] = "speech_started"
-    utterance: str = Field(min_length=1)
-    EXAMPLE: ClassVar[dict[str, Any]] = _env("speech_started", utterance="u-7-3")
-
-
-class SpeechEndedEvent(_EventEnvelope):
-    """The user stopped speaking; ``audio_ms`` is the utterance length in ms."""
-
-    type: Literal["speech_ended"] = "speech_ended"
-    utterance: str = Field(min_length=1)
-    audio_ms: int = Field(ge=0)
-    EXAMPLE: ClassVar[dict[str, Any]] = _env("speech_ended", utterance="u-7-3", audio_ms=1840)
-
-
-class TranscriptEvent(_EventEnvelope):
-    """Text of one utterance, with a confidence in [0, 1]."""
-
-    type: Literal["transcript"] = "transcript"
-    utterance: str = Field(min_length=1)
-    text: str
-    confidence: float = Field(ge=0.0, le=1.0)
-    language: str
-    source: Literal["voice", "typed"]
-    audio_ms: int = Field(ge=0)
-    decode_ms: int = Field(ge=0)
-    EXAMPLE: ClassVar[dict[str, Any]] = _env(
-        "transcript",
-        utterance="u-7-3",
-        text="What's the weather like?",
-        confidence=0.91,
-        language="en",
-        source="voice",
-        audio_ms=1840,
-        decode_ms=420,
-    )
-
-
-class UtteranceFailedEvent(_EventEnvelope):
-    """An utterance that produced no transcript."""
-
-    type: Literal["utterance_failed"] = "utterance_failed"
-    utterance: str = Field(min_length=1)
-    reason: FailureReason
-    detail: str = ""
-    EXAMPLE: ClassVar[dict[str, Any]] = _env(
-        "utterance_failed", utterance="u-7-4", reason="too_short", detail="120 ms of speech, minimum 250 ms"
-    )
-
-
-class PlaybackStartedEvent(_EventEnvelope):
-    """The first audio of a reply reached the speaker."""
-
-    type: Literal["playback_started"] = "playback_started"
-    say: str = Field(min_length=1)
-    EXAMPLE: ClassVar[dict[str, Any]] = _env("playback_started", say="r-12")
-
-
-class PlaybackFinishedEvent(_EventEnvelope):
-    """The last audio of a reply was played, or it was stopped (``interrupted``)."""
-
-    type: Literal["playback_finished"] = "playback_finished"
-    say: str = Field(min_length=1)
-    interrupted: bool
-    EXAMPLE: ClassVar[dict[str, Any]] = _env("playback_finished", say="r-12", interrupted=False)
-
-
-class SleepIgnoredEvent(_EventEnvelope):
-    """A sleep request ignored because ``sleep_allowed`` was false; ``say`` set when via tag."""
-
-    type: Literal["sleep_ignored"] = "sleep_ignored"
-    via: Literal["command", "tag"]
-    say: str | None = None
-    EXAMPLE: ClassVar[dict[str, Any]] = _env("sleep_ignored", via="tag", say="r-12")
-
-
-class CommandRejectedEvent(_EventEnvelope):
-    """A command that was not executed; ``command`` is its id, or null if unreadable."""
-
-    type: Literal["command_rejected"] = "command_rejected"
-    command: str | None
-    reason: RejectReason
-    detail: str
-    EXAMPLE: ClassVar[dict[str, Any]] = _env(
-        "command_rejected", command="c-106", reason="invalid", detail="field 'text': Input should be a string"
-    )
-
-
-Event = (
-    WakeEvent
-    | AsleepEvent
-    | TapEvent
-    | SpeechStartedEvent
-    | SpeechEndedEvent
-    | TranscriptEvent
-    | UtteranceFailedEvent
-    | PlaybackStartedEvent
-    | PlaybackFinishedEvent
-    | SleepIgnoredEvent
-    | CommandRejectedEvent
-)
-"""Any event the device publishes."""
-
-EVENT_TYPES: dict[str, type[Event]] = {
-    "wake": WakeEvent,
-    "asleep": AsleepEvent,
-    "tap": TapEvent,
-    "speech_started": SpeechStartedEvent,
-    "speech_ended": SpeechEndedEvent,
-    "transcript": TranscriptEvent,
-    "utterance_failed": UtteranceFailedEvent,
-    "playback_started": PlaybackStartedEvent,
-    "playback_finished": PlaybackFinishedEvent,
-    "sleep_ignored": SleepIgnoredEvent,
-    "command_rejected": CommandRejectedEvent,
-}
-"""Event ``type`` → class."""
-
-_ENVELOPE_FIELDS = frozenset({"v", "type", "id", "boot", "seq", "ts"})
-
-
 # ---- status and other topics -----------------------------------------------------------------------
-class StatusMessage(_Versioned):
+class StatusMessage(VersionedMessage):
     """Retained device status (birth, death/Last Will, current state); ``None`` fields are omitted."""
 
     OMIT_NONE: ClassVar[bool] = True
@@ -521,7 +339,7 @@ def make_event(event_type: str, fields: dict[str, Any], *, id: str, boot: int, s
         raise ProtocolError(
             "unknown_type", f"unknown event type {event_type!r} (known: {', '.join(EVENT_TYPES)})"
         )
-    clash = sorted(_ENVELOPE_FIELDS & fields.keys())
+    clash = sorted(ENVELOPE_FIELDS & fields.keys())
     if clash:
         raise ProtocolError("invalid", f"{event_type} event: envelope fields {clash} must not be in fields")
     unknown = sorted(fields.keys() - cls.model_fields.keys())

@@ -13,13 +13,14 @@ import asyncio
 import json
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from audio.events import AudioEvent, PlaybackFinished, PlaybackStarted
 from audio.sinks import NullSink
 from audio.speaker import Speaker
 from audio.speaking_settings import SpeakingSettings
-from audio.tts import TtsVoice
+from audio.tts import load_voice
 from audio.wav import resample
 
 REPLIES: dict[str, str] = {
@@ -73,7 +74,7 @@ async def _stream(speaker: Speaker, say: str, text: str, word_ms: float) -> tupl
     return (first_ts[0] - t0) * 1000 if first_ts else float("nan"), max(gaps, default=0.0) * 1000
 
 
-_listeners: list = []  # type: ignore[type-arg]
+_listeners: list[Callable[[AudioEvent], None]] = []
 
 
 def _emit(event: AudioEvent) -> None:
@@ -85,7 +86,7 @@ async def _bench(runs: int, rate: int, threads: int, word_ms: float) -> dict[str
     settings = SpeakingSettings(sink="null", sim_rate=rate, tts_threads=threads)
     speaker = Speaker(settings, NullSink(rate=rate), _emit)
     await speaker.start()
-    voice = TtsVoice.load("", threads=threads)
+    voice = load_voice("", threads=threads)
     results: dict[str, _Figures] = {}
     try:
         for name, text in REPLIES.items():
@@ -106,11 +107,17 @@ async def _bench(runs: int, rate: int, threads: int, word_ms: float) -> dict[str
     return results
 
 
-def run_bench(runs: int = 5, rate: int = 48000, threads: int = 2, word_ms: float = 15.0, as_json: bool = False) -> int:
+def run_bench(
+    runs: int = 5, rate: int = 48000, threads: int = 2, word_ms: float = 15.0, as_json: bool = False
+) -> int:
     """Run the benchmark and print a table; returns an exit code."""
     results = asyncio.run(_bench(runs, rate, threads, word_ms))
-    print(f"bench tts: {runs} runs/reply, output {rate} Hz, {threads} onnx threads, words {word_ms:.0f} ms apart")
-    print(f"{'reply':8} {'first audio ms (med/p95)':>25} {'baseline ms (med/p95)':>23} {'max gap ms':>11} {'RTF':>6}")
+    print(
+        f"bench tts: {runs} runs/reply, output {rate} Hz, {threads} onnx threads, words {word_ms:.0f} ms apart"
+    )
+    print(
+        f"{'reply':8} {'first audio ms (med/p95)':>25} {'baseline ms (med/p95)':>23} {'max gap ms':>11} {'RTF':>6}"
+    )
     summary: dict[str, dict[str, float]] = {}
     for name, f in results.items():
         row = {

@@ -98,4 +98,6 @@ def _list_devices() -> int:
 def _bench_tts(args: argparse.Namespace) -> int:
     from audio.bench_tts import run_bench
 
-    return run_bench(runs=args.runs, rate=args.rate, threads=args.threads, word_ms=args.word_ms, as_json=args.json)
+    return run_bench(
+        runs=args.runs, rate=args.rate, threads=args.threads, word_ms=args.word_ms, as_json=args.json
+    )

@@ -86,9 +86,9 @@ class SentenceSplitter:
         base = self._pos
         for match in _SENTENCE_END.finditer(rest):
             end = match.end()
-            if match.group().startswith("\n") or not self._is_abbreviation(rest, match.start()):
-                if is_speakable(rest[:end]):
-                    return self._limit(rest[:end], base) or base + end
+            sentence_end = match.group().startswith("\n") or not self._is_abbreviation(rest, match.start())
+            if sentence_end and is_speakable(rest[:end]):
+                return self._limit(rest[:end], base) or base + end
         return self._limit(rest, base)
 
     def _limit(self, candidate: str, base: int) -> int | None:

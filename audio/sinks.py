@@ -70,9 +70,9 @@ class AudioSink(Protocol):
 class StreamTime:
     """The ``time_info`` a callback gets (sounddevice field names; stream clock seconds)."""
 
-    currentTime: float  # noqa: N815 - sounddevice's names
-    outputBufferDacTime: float  # noqa: N815
-    inputBufferAdcTime: float = 0.0  # noqa: N815
+    currentTime: float
+    outputBufferDacTime: float
+    inputBufferAdcTime: float = 0.0
 
 
 class ClockedOutputStream:
@@ -271,7 +271,7 @@ class WavSink(StreamSink):
             for mark in marks:
                 if mark.kind == "reply_started":
                     self._close_writer()
-                    self._writer = wave.open(str(self.path_for(mark.say)), "wb")
+                    self._writer = wave.open(str(self.path_for(mark.say)), "wb")  # noqa: SIM115 - spans blocks
                     self._writer.setnchannels(1)
                     self._writer.setsampwidth(2)
                     self._writer.setframerate(self._rate)

@@ -43,8 +43,10 @@ class SoundDeviceSink(StreamSink):
     ) -> None:
         super().__init__(rate=0, block_ms=block_ms)
         if backend is None:
-            import sounddevice as backend
-        self._sd = backend
+            import sounddevice
+
+            backend = sounddevice
+        self._sd: Any = backend
         self._device = device
         self._latency_setting = latency
         self._reopen_interval = reopen_interval_s

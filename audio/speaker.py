@@ -33,7 +33,7 @@ from audio.playback import PlaybackMark, PlaybackQueue, QueuedPiece, fade_edges
 from audio.sentences import SentenceSplitter, TextPiece
 from audio.sinks import AudioSink
 from audio.speaking_settings import SpeakingSettings
-from audio.tts import TtsVoice, VoiceNotFound, resolve_voice_path
+from audio.tts import TtsVoice, VoiceNotFound, load_voice, resolve_voice_path
 from audio.wav import FloatArray, resample
 
 _LOGGER = logging.getLogger(__name__)
@@ -79,7 +79,6 @@ class Speaker:
         self._emit = emit
         self._language = language
         self._voice_spec = settings.voices.get(language) or settings.voice
-        self._voices: dict[Path, TtsVoice] = {}
         self._voice: TtsVoice | None = None
         self._queue = PlaybackQueue(rate=0, volume=settings.volume, stop_fade_ms=settings.stop_fade_ms)
         self._replies: dict[int, _Reply] = {}
@@ -214,12 +213,7 @@ class Speaker:
         return voice
 
     def _load_voice(self, spec: str) -> TtsVoice:
-        path = resolve_voice_path(spec)
-        voice = self._voices.get(path)
-        if voice is None:
-            voice = TtsVoice.load(str(path), threads=self._settings.tts_threads)
-            self._voices[path] = voice
-        return voice
+        return load_voice(spec, threads=self._settings.tts_threads)
 
     def _pump(self) -> None:
         """Hand pieces of the head reply to the worker; move on when it is final."""

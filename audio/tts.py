@@ -57,10 +57,14 @@ def resolve_voice_path(voice: str) -> Path:
     if path.is_dir():
         models = sorted(path.glob("*.onnx"))
         if len(models) != 1:
-            raise VoiceNotFound(f"voice directory {path} must hold exactly one .onnx model, found {len(models)}")
+            raise VoiceNotFound(
+                f"voice directory {path} must hold exactly one .onnx model, found {len(models)}"
+            )
         path = models[0]
     if not path.is_file():
-        raise VoiceNotFound(f"voice model not found: {path} (set speaking.voice/voices to a Piper .onnx file)")
+        raise VoiceNotFound(
+            f"voice model not found: {path} (set speaking.voice/voices to a Piper .onnx file)"
+        )
     config = Path(f"{path}.json")
     if not config.is_file():
         raise VoiceNotFound(f"voice config not found: {config} (a Piper voice needs <model>.onnx.json)")
@@ -96,7 +100,10 @@ class TtsVoice:
         if warm:
             tts.synthesize(_WARM_TEXT)
         _LOGGER.info(
-            "voice %s loaded in %.0f ms (alignments: %s)", path.name, (time.monotonic() - started) * 1000, aligned
+            "voice %s loaded in %.0f ms (alignments: %s)",
+            path.name,
+            (time.monotonic() - started) * 1000,
+            aligned,
         )
         return tts
 
@@ -132,6 +139,21 @@ class TtsVoice:
             audio_parts.append(audio)
         samples = np.concatenate(audio_parts) if audio_parts else np.zeros(0, dtype=np.float32)
         return Synthesized(audio=samples, rate=rate, visemes=tuple(cues), aligned=aligned and bool(chunks))
+
+
+_CACHE: dict[tuple[Path, int], TtsVoice] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def load_voice(voice: str = "", threads: int = 2) -> TtsVoice:
+    """A loaded, warm voice, shared process-wide: each model file is loaded once and kept."""
+    path = resolve_voice_path(voice)
+    with _CACHE_LOCK:
+        cached = _CACHE.get((path, threads))
+        if cached is None:
+            cached = TtsVoice.load(str(path), threads=threads)
+            _CACHE[(path, threads)] = cached
+        return cached
 
 
 def _load_piper(path: Path, threads: int) -> tuple[object, bool]:

@@ -81,7 +81,9 @@ def visemes_from_envelope(audio: FloatArray, rate: int) -> tuple[VisemeCue, ...]
     segments: list[tuple[float, float, Viseme]] = []
     for i, frame in enumerate(frames):
         level = rms[i] / peak if peak > 1e-6 else 0.0
-        crossings = float(np.mean(np.abs(np.diff(np.signbit(frame).astype(np.int8))))) if len(frame) > 1 else 0
+        crossings = (
+            float(np.mean(np.abs(np.diff(np.signbit(frame).astype(np.int8))))) if len(frame) > 1 else 0
+        )
         shape: Viseme
         if level < 0.08:
             shape = "rest"

@@ -15,6 +15,8 @@ from audio.stt import WhisperTranscriber
 from device.config import Config
 from device.persistence import StateDir
 from face.controller import FaceController
+from face.renderers.choice import make_renderers
+from face.web import FaceWebServer
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -46,31 +48,7 @@ def make_speaker(config: Config, state_dir: StateDir, emit: EventSink) -> Speake
 
 def make_face(
     config: Config, on_tap: Callable[[str], None], on_text: Callable[[str], None]
-) -> tuple[FaceController, list[object]]:
-    """The face controller with the configured renderer; returns it and servers to start/stop."""
-    kind = config.face.renderer
-    renderers: list[object] = []
-    servers: list[object] = []
-    if kind == "terminal":
-        from face.renderers.terminal import TerminalRenderer
-
-        renderers.append(TerminalRenderer(width=config.face.terminal_width))
-    elif kind == "browser":
-        from face.web import FaceWebServer
-
-        server = FaceWebServer(config.face, on_tap=on_tap, on_text=on_text)
-        renderers.append(server)
-        servers.append(server)
-    elif kind == "pygame":
-        from face.renderers.pygame_renderer import PygameRenderer
-
-        renderers.append(
-            PygameRenderer(
-                on_tap=on_tap,
-                fullscreen=config.face.pygame_fullscreen,
-                size=(config.face.pygame_width, config.face.pygame_height),
-            )
-        )
-    elif kind != "none":
-        raise ValueError(f"face.renderer: unknown renderer {kind!r}")
-    return FaceController(config.face, renderers), servers  # type: ignore[arg-type]
+) -> tuple[FaceController, FaceWebServer | None]:
+    """The face controller with the configured renderer, and the web server to start (browser face)."""
+    renderers, server = make_renderers(config.face, on_tap, on_text)
+    return FaceController(config.face, renderers), server

@@ -61,6 +61,7 @@ from device.persistence import StateDir
 from device.state import DeviceState, Settings
 from face.state import FaceState
 from face.tags import TagVocabulary
+from face.web import FaceWebServer
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -260,6 +261,8 @@ class Runtime:
             self.face.show_state(FaceState.WAKING)
             self._waking = self._loop_or_fail().call_later(WAKING_S, self._settle_face)
             return
+        if display is FaceState.LISTENING:
+            self.face.notice()
         if self._waking is not None and display is not FaceState.ASLEEP:
             return  # the wake-up animation finishes first, then shows the latest state
         self._settle_face()
@@ -336,13 +339,14 @@ class Runtime:
         self.link.set_status(self._status_message())
         self._spawn(self.link.run(), "mqtt-link")
 
-        self.face, servers = make_face(cfg, self._on_screen_tap, self._on_screen_text)
-        for server in list(servers):
+        self.face, server = make_face(cfg, self._on_screen_tap, self._on_screen_text)
+        if server is not None:
             try:
-                await server.start()  # type: ignore[attr-defined]
+                await server.start()
+                _LOGGER.info("Face page at %s", server.url)
             except OSError as err:
                 _LOGGER.error("Face page not served (%s); continuing without it", err)
-                servers.remove(server)
+                server = None
         self._spawn(self.face.run(), "face")
         self.button = make_button(cfg.button)
         self.button.start(loop, self._on_press)
@@ -364,7 +368,7 @@ class Runtime:
             self._spawn(self.notifier.keep_alive(self.healthy), "watchdog")
 
         await self._stopping.wait()
-        await self._shutdown(servers)
+        await self._shutdown(server)
         return 0
 
     async def _announce_ready(self) -> None:
@@ -387,7 +391,7 @@ class Runtime:
         if not task.cancelled() and task.exception() is not None:
             _LOGGER.error("Task %s died: %r", task.get_name(), task.exception(), exc_info=task.exception())
 
-    async def _shutdown(self, servers: list[object]) -> None:
+    async def _shutdown(self, server: FaceWebServer | None) -> None:
         _LOGGER.info("Shutting down: finishing nothing new, flushing events")
         self.notifier.stopping("shutting down")
         with contextlib.suppress(Exception):
@@ -409,9 +413,9 @@ class Runtime:
         for closer in (self.button.close, self.face.close, self.outbox.close):
             with contextlib.suppress(Exception):
                 closer()
-        for server in servers:
+        if server is not None:
             with contextlib.suppress(Exception):
-                await server.stop()  # type: ignore[attr-defined]
+                await server.stop()
         with contextlib.suppress(Exception):
             await self.speaker.aclose()
         with contextlib.suppress(Exception):

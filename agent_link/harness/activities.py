@@ -68,7 +68,9 @@ class MemoryGame(Activity):
         score = sum(1 for w in self.ROUNDS[min(turn, len(self.ROUNDS) - 1)] if w in said)
         praise = "[happy] Well done!" if score >= 2 else "[thinking] Nice try."
         if turn + 1 < len(self.ROUNDS):
-            return ActivityTurn(f"{praise} You remembered {score} of 3. Next round. {self._ask(turn + 1)}", False)
+            return ActivityTurn(
+                f"{praise} You remembered {score} of 3. Next round. {self._ask(turn + 1)}", False
+            )
         return ActivityTurn(f"{praise} {score} of 3. That's the end of the memory game.", True)
 
 

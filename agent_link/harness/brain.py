@@ -220,8 +220,12 @@ class CompanionBrain:
         if self.activity is not None:
             self.mode = Mode.ACTIVITY
             title = self.activity.title
-            return [self._say(f"[happy] Welcome back! Let's carry on with the {title}. "
-                              f"{self.activity.prompt(self.turn)}")]
+            return [
+                self._say(
+                    f"[happy] Welcome back! Let's carry on with the {title}. "
+                    f"{self.activity.prompt(self.turn)}"
+                )
+            ]
         self.mode = Mode.FREE
         self._reset_routine()
         self.asked_how = True
@@ -285,7 +289,10 @@ class CompanionBrain:
         if is_list_request(text) or (was_offered and is_yes(text)):
             self.offered = self.just_offered = True
             self.asked_how = False
-            return [Note("offered activities"), self._say(f"[excited] {self._offer_text()} Which would you like?")]
+            return [
+                Note("offered activities"),
+                self._say(f"[excited] {self._offer_text()} Which would you like?"),
+            ]
         if was_offered and is_no(text):
             return self._goodbye(DISMISSED)
         if self.asked_how:
@@ -329,5 +336,8 @@ class CompanionBrain:
         if is_carry_on(text) or self.questions >= self.settings.max_questions:
             self.mode = Mode.ACTIVITY
             self.questions = 0
-            return [Note("carrying on"), self._say(f"[happy] Let's carry on. {self.activity.prompt(self.turn)}")]
+            return [
+                Note("carrying on"),
+                self._say(f"[happy] Let's carry on. {self.activity.prompt(self.turn)}"),
+            ]
         return self._ask_stop("[thinking] Sorry, I'm not sure.")

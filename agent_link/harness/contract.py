@@ -49,7 +49,9 @@ def dedupe_redeliveries(events: Sequence[Event]) -> tuple[list[Event], list[Viol
             kept.append(ev)
         elif first != ev:
             problems.append(
-                Violation("unique ids", f"id {ev.id!r} used by two events: {describe(first)} / {describe(ev)}")
+                Violation(
+                    "unique ids", f"id {ev.id!r} used by two events: {describe(first)} / {describe(ev)}"
+                )
             )
     return kept, problems
 
@@ -69,7 +71,9 @@ def check_sequence_numbers(events: Sequence[Event], from_start: bool = False) ->
         elif ev.seq != prev.seq + 1:
             kind = "gap" if ev.seq > prev.seq + 1 else "out of order"
             problems.append(
-                Violation("seq +1", f"{kind} in boot {ev.boot}: seq {prev.seq} then {ev.seq} ({describe(ev)})")
+                Violation(
+                    "seq +1", f"{kind} in boot {ev.boot}: seq {prev.seq} then {ev.seq} ({describe(ev)})"
+                )
             )
         last[ev.boot] = ev
     return problems
@@ -99,7 +103,9 @@ def check_utterances(events: Sequence[Event], allow_open: bool = False) -> list[
             typed = ev.type == "transcript" and ev.source == "typed"
             if utt not in opened and not typed:
                 problems.append(
-                    Violation("utterance closed once", f"{describe(ev)} closes an utterance that never started")
+                    Violation(
+                        "utterance closed once", f"{describe(ev)} closes an utterance that never started"
+                    )
                 )
     if not allow_open:
         for utt, ev in opened.items():
@@ -120,7 +126,9 @@ def check_playback(events: Sequence[Event]) -> list[Violation]:
             if ev.say in started:
                 problems.append(Violation("one playback per reply", f"reply {ev.say} started twice"))
             if ev.say in finished:
-                problems.append(Violation("one playback per reply", f"reply {ev.say} started after finishing"))
+                problems.append(
+                    Violation("one playback per reply", f"reply {ev.say} started after finishing")
+                )
             started.add(ev.say)
         elif ev.type == "playback_finished":
             if ev.say in finished:

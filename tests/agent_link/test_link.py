@@ -327,3 +327,28 @@ def test_bad_broker_url(url: str) -> None:
 def test_broker_url_defaults() -> None:
     assert LinkSettings(broker="mqtts://example.org").endpoint() == ("example.org", 8883, True)
     assert LinkSettings().endpoint() == ("127.0.0.1", 1883, False)
+
+
+async def test_status_change_is_republished_retained(mosquitto: Mosquitto, tmp_path: Path) -> None:
+    outbox = Outbox(tmp_path / "outbox.db", DEVICE, 2)
+    async with running(mosquitto, outbox, boot=2) as r, agent(mosquitto, [T.status]) as observer:
+        await r.wait_connected()
+        r.link.set_status(StatusMessage(online=True, boot=2, state="idle", volume=0.5))
+        await observer.wait_for(lambda: any(p.get("state") == "idle" for p in observer.payloads(T.status)))
+        assert await read_retained(mosquitto, T.status) == {
+            "v": 1, "online": True, "boot": 2, "state": "idle", "volume": 0.5,
+        }  # fmt: skip
+
+
+async def test_shutdown_without_broker_does_not_hang(mosquitto: Mosquitto, tmp_path: Path) -> None:
+    outbox = Outbox(tmp_path / "outbox.db", DEVICE, 1)
+    mosquitto.stop()
+    r = Running(mosquitto, outbox, 1)
+    task = asyncio.create_task(r.link.run())
+    outbox.append("tap", {"source": "sim"}, 1.0)
+    await asyncio.sleep(0.5)
+    async with asyncio.timeout(10):
+        await r.link.shutdown(StatusMessage(online=False, boot=1), flush_timeout=1.0)
+        await task
+    assert len(outbox) == 1  # kept for the next start
+    assert not r.link.connected and all(not c for c, _ in r.connections)

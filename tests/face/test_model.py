@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import random
@@ -49,7 +50,7 @@ def test_blinks_at_random_intervals_within_settings() -> None:
     frames = run(make(3, blink_min_s=2.0, blink_max_s=5.0), 60)
     starts = blink_starts(frames)
     assert len(starts) >= 10  # ~60 s / 3.5 s average, plus double blinks
-    gaps = [(b - a) * DT for a, b in zip(starts, starts[1:], strict=False)]
+    gaps = [(b - a) * DT for a, b in itertools.pairwise(starts)]
     long_gaps = [g for g in gaps if g > 1.0]
     assert all(g <= 5.0 + 0.4 for g in gaps)
     assert min(long_gaps) >= 2.0 - 0.1
@@ -61,7 +62,7 @@ def test_saccades_move_gaze_with_eased_motion() -> None:
     frames = run(make(4), 20)
     gx = [f.gaze_x for f in frames]
     assert max(gx) - min(gx) > 0.2
-    steps = [abs(b - a) for a, b in zip(gx, gx[1:], strict=False)]
+    steps = [abs(b - a) for a, b in itertools.pairwise(gx)]
     assert max(steps) < 0.35  # never teleports: a shift spans several frames
     assert sum(1 for s in steps if s > 0.005) > 10
 
@@ -88,7 +89,7 @@ def test_asleep_closed_dim_slow_breathing_no_blinks() -> None:
     assert max(ys) - min(ys) > 0.02  # breathing is visible
     # breathing period ~ 1.6 x awake period: count rising zero crossings around the mean
     mean = sum(ys) / len(ys)
-    ups = sum(1 for a, b in zip(ys, ys[1:], strict=False) if a < mean <= b)
+    ups = sum(1 for a, b in itertools.pairwise(ys) if a < mean <= b)
     assert 2 <= ups <= 4  # 20 s / 6.4 s
     assert frames[-1].state == "asleep"
 
@@ -189,7 +190,7 @@ def test_expression_blends_smoothly_holds_during_speech_then_eases_back() -> Non
     model.set_expression("sad")
     frames = run(model, 3.9)
     curves = [f.lid_l_top_angle for f in frames]
-    assert max(abs(b - a) for a, b in zip(curves, curves[1:], strict=False)) < 4.0  # degrees/frame
+    assert max(abs(b - a) for a, b in itertools.pairwise(curves)) < 4.0  # degrees/frame
     assert curves[15] < -10  # blended in within 0.5 s
     assert all(f.expression == "sad" for f in frames)  # held while speaking (longer than hold)
     after = run(model, 0.5)

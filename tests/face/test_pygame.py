@@ -32,7 +32,9 @@ def pixels(r: PygameRenderer) -> np.ndarray:
     return np.asarray(pygame.surfarray.array3d(r.surface)).transpose(1, 0, 2)
 
 
-@pytest.mark.parametrize(("state", "expression"), [("idle", "neutral"), ("idle", "happy"), ("error", "neutral")])
+@pytest.mark.parametrize(
+    ("state", "expression"), [("idle", "neutral"), ("idle", "happy"), ("error", "neutral")]
+)
 def test_draws_like_the_png_renderer(renderer: PygameRenderer, state: str, expression: str) -> None:
     params = still_params(state, expression)
     renderer.render(params)

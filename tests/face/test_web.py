@@ -140,3 +140,30 @@ async def test_port_in_use_is_a_clear_error() -> None:
             await second.start()
     finally:
         await first.stop()
+
+
+async def test_page_reconnects_after_the_daemon_restarts() -> None:
+    from playwright.async_api import async_playwright
+
+    first = FaceWebServer(replace(FaceSettings(), browser_port=0), on_tap=lambda s: None)
+    await first.start()
+    port = int(first.url.rsplit(":", 1)[1].strip("/"))
+    first.render(FaceController(FaceSettings(), []).snapshot())
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = await browser.new_page()
+        await page.goto(first.url)
+        await page.wait_for_function("document.body.dataset.state === 'idle'", timeout=10000)
+        await first.stop()
+        await page.wait_for_function("document.body.dataset.connected === 'false'", timeout=5000)
+        second = FaceWebServer(replace(FaceSettings(), browser_port=port), on_tap=lambda s: None)
+        await second.start()
+        try:
+            c = FaceController(FaceSettings(), [second])
+            c.show_state(FaceState.ASLEEP)
+            c.step(0.1)
+            await page.wait_for_function("document.body.dataset.state === 'asleep'", timeout=10000)
+            assert await page.evaluate("document.body.dataset.connected") == "true"
+        finally:
+            await browser.close()
+            await second.stop()

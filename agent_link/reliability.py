@@ -1,0 +1,269 @@
+"""Fault injection against the real daemon: kill -9, broker outages, partitions, fuzzed input.
+
+:class:`FaultRunner` drives one simulated daemon (:class:`DaemonProcess`) through conversations
+with an :class:`AgentHarness`, injects a fault at a chosen moment, and afterwards checks what the
+contract promises: every ``speech_started`` closed once, ``seq`` without gaps per boot, no
+duplicate execution, nothing executed after ``expires_at``, and nothing lost — every event the
+daemon logged as stored (``→ type #seq``) reached the agent. Used by ``robot-face bench
+reliability`` and ``tests/reliability``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_link.harness.client import AgentHarness, HarnessTimeout
+from agent_link.harness.contract import check_contract
+from agent_link.messages import Event
+from agent_link.reliability_broker import Broker
+from agent_link.reliability_daemon import DaemonProcess
+
+_LOGGER = logging.getLogger(__name__)
+
+KILL_MOMENTS = ("mid_utterance", "mid_reply", "goodbye_before_sleep", "random")
+"""Where in a conversation ``kill_cycle`` kills the daemon."""
+LONG_REPLY = (
+    "Once upon a time a little robot lived by the sea. Every morning it counted the waves, "
+    "and every evening it told the gulls what it had counted."
+)
+_STORED = re.compile(r"device\.runtime: → (\w+) #(\d+)")
+_BOOT = re.compile(r"device (\S+) boot (\d+)")
+
+
+@dataclass
+class ReliabilityReport:
+    """What a run did and found; ``lost`` and ``violations`` must stay empty."""
+
+    runs: int = 0
+    """Scenario runs completed."""
+    faults: Counter[str] = field(default_factory=Counter)
+    """Faults injected, by kind."""
+    events_checked: int = 0
+    """Distinct events checked against the contract."""
+    lost: int = 0
+    """Events the daemon stored that never reached the agent."""
+    violations: list[str] = field(default_factory=list)
+    """Broken promises, readable."""
+    timings: dict[str, list[float]] = field(default_factory=dict)
+    """Measured durations in seconds (reconnect, LWT, notice, recovery, restart)."""
+    fuzz: Counter[str] = field(default_factory=Counter)
+    """Fuzz inputs by outcome (sent, malformed, rejected, valid, executed...)."""
+
+    def timing(self, name: str, seconds: float) -> None:
+        """Record one measurement."""
+        self.timings.setdefault(name, []).append(seconds)
+
+    def summary(self) -> str:
+        """The figures as printed by the bench."""
+        lines = [
+            f"runs: {self.runs}",
+            f"faults injected: {sum(self.faults.values())} ({', '.join(f'{k} {v}' for k, v in sorted(self.faults.items()))})",
+            f"events checked: {self.events_checked}",
+            f"lost: {self.lost}",
+            f"violations: {len(self.violations)}",
+        ]
+        for name, values in sorted(self.timings.items()):
+            values = sorted(values)
+            mid = values[len(values) // 2]
+            lines.append(f"{name}: n={len(values)} median {mid:.2f} s, max {values[-1]:.2f} s")
+        if self.fuzz:
+            lines.append("fuzz: " + ", ".join(f"{k} {v}" for k, v in sorted(self.fuzz.items())))
+        lines.extend(f"  VIOLATION {v}" for v in self.violations[:50])
+        return "\n".join(lines)
+
+
+def stored_events(daemon_log: str) -> set[tuple[int, int]]:
+    """``(boot, seq)`` of every event the daemon logged as stored in its outbox."""
+    stored: set[tuple[int, int]] = set()
+    boot = 0
+    for line in daemon_log.splitlines():
+        if m := _BOOT.search(line):
+            boot = int(m.group(2))
+        elif (m := _STORED.search(line)) and boot:
+            stored.add((boot, int(m.group(2))))
+    return stored
+
+
+def current_boot(daemon: DaemonProcess) -> int:
+    """The boot number of the daemon's latest start (0 before its first log line)."""
+    boots = _BOOT.findall(daemon.log())
+    return int(boots[-1][1]) if boots else 0
+
+
+class FaultRunner:
+    """One daemon, one harness, one broker; scenario methods each inject one fault and check."""
+
+    def __init__(
+        self,
+        broker: Broker,
+        daemon: DaemonProcess,
+        harness: AgentHarness,
+        report: ReliabilityReport | None = None,
+        seed: int = 1,
+        speech_wav: bytes | None = None,
+    ) -> None:
+        self.broker = broker
+        self.daemon = daemon
+        self.harness = harness
+        self.report = report or ReliabilityReport()
+        self.rng = random.Random(seed)
+        self.speech_wav = speech_wav
+        self.expired_ids: set[str] = set()
+        """Commands that must have been rejected ``expired`` (sent with a short expiry to a dead daemon)."""
+        self.expected: dict[str, Any] = {}
+        """Settings the device must show after a restart (sleep_allowed, volume)."""
+
+    # ---- helpers -----------------------------------------------------------------------------------
+    async def start_daemon(self, timeout: float = 120.0) -> float:
+        """Start the daemon, wait for its models and its online status; returns seconds to ready."""
+        t0 = time.monotonic()
+        self.daemon.start()
+        await self.daemon.wait_ready(timeout)
+        await self.harness.wait_status(boot=current_boot(self.daemon), online=True, timeout=30)
+        return time.monotonic() - t0
+
+    async def ensure_awake(self) -> None:
+        """Tap until the device reports itself awake."""
+        status = self.harness.status
+        if status is not None and status.state == "asleep":
+            self.harness.mark()
+            await self.harness.sim_tap()
+            await self.harness.wait_for("wake", timeout=15)
+        await self.harness.wait_status(online=True, timeout=15)
+        if self.harness.status is not None and self.harness.status.state == "asleep":
+            raise AssertionError("device still asleep after a tap")
+
+    async def set_settings(self) -> None:
+        """Random ``sleep_allowed`` / ``volume``, remembered as what must survive a restart."""
+        allowed = self.rng.random() < 0.5
+        volume = round(self.rng.uniform(0.1, 1.0), 2)
+        await self.harness.sleep_allowed(allowed)
+        await self.harness.config(volume=volume)
+        await self.harness.wait_status(sleep_allowed=allowed, volume=volume, timeout=10)
+        self.expected = {"sleep_allowed": allowed, "volume": volume}
+
+    # ---- scenarios ---------------------------------------------------------------------------------
+    async def kill_cycle(self, moment: str) -> None:
+        """Kill -9 the daemon at ``moment`` of a conversation, restart it, check its state."""
+        await self.ensure_awake()
+        await self.set_settings()
+        self.harness.mark()
+        if moment == "mid_utterance":
+            if self.speech_wav is None:
+                raise ValueError("mid_utterance needs speech_wav")
+            await self.harness.sim_audio(self.speech_wav)
+            await self.harness.wait_for("speech_started", timeout=15)
+            await asyncio.sleep(self.rng.uniform(0.0, 1.0))
+        elif moment == "mid_reply":
+            await self.harness.say(LONG_REPLY)
+            await self.harness.wait_for("playback_started", timeout=30)
+            await asyncio.sleep(self.rng.uniform(0.0, 1.5))
+        elif moment == "goodbye_before_sleep":
+            await self.harness.say("Goodbye, see you soon. [sleep]")
+            await self.harness.wait_for("playback_started", timeout=30)
+            await asyncio.sleep(self.rng.uniform(0.0, 0.4))
+        else:
+            await self.harness.sim_text("tell me something")
+            await self.harness.say(LONG_REPLY)
+            await asyncio.sleep(self.rng.uniform(0.0, 3.0))
+        self.daemon.kill()
+        self.report.faults[f"kill -9 {moment}"] += 1
+        # While it is dead: a command that expires before it is back, and a setting to apply after.
+        expiring = await self.harness.say("too late", expires_at=time.time() + 0.3)
+        self.expired_ids.add(expiring)
+        allowed = not self.expected["sleep_allowed"]
+        await self.harness.sleep_allowed(allowed)
+        self.expected["sleep_allowed"] = allowed
+        self.report.timing("restart to ready", await self.start_daemon())
+        await self.harness.wait_status(state="asleep", online=True, timeout=20, **self.expected)
+        await self.harness.wait_for("command_rejected", timeout=20, command=expiring, reason="expired")
+        self.report.runs += 1
+
+    async def broker_outage(self, kill: bool, down_s: float = 1.5) -> None:
+        """Stop (or kill) the broker during a reply; measure reconnect; the reply's end must arrive."""
+        await self.ensure_awake()
+        self.harness.mark()
+        say = await self.harness.say(LONG_REPLY)
+        await self.harness.wait_for("playback_started", timeout=30, say=say)
+        connects = self.daemon.count(r"agent_link\.link: Connected to")
+        if kill:
+            self.broker.kill()
+        else:
+            self.broker.stop()
+        self.report.faults["broker killed" if kill else "broker stopped"] += 1
+        await asyncio.sleep(down_s)
+        t0 = time.monotonic()
+        self.broker.start()
+        await self.daemon.wait_log(r"agent_link\.link: Connected to", connects + 1, timeout=90)
+        self.report.timing("broker back → device reconnected", time.monotonic() - t0)
+        await self.harness.wait_connected(timeout=30)
+        await self.harness.wait_for("playback_finished", timeout=60, say=say)
+        self.report.runs += 1
+
+    async def partition(self, proxy: Any, stall_s: float = 8.0) -> None:
+        """Stall the TCP path (no FIN/RST): the Will fires, the device notices, then recovers.
+
+        ``proxy`` is the :class:`StallingProxy` the daemon connects through.
+        """
+        await self.ensure_awake()
+        boot = current_boot(self.daemon)
+        lost_before = self.daemon.count(r"MQTT connection to .* lost or failed")
+        t0 = time.monotonic()
+        proxy.stall()
+        self.report.faults["network partition"] += 1
+        await self.harness.wait_status(online=False, boot=boot, timeout=30, new=True)
+        self.report.timing("partition → Last Will", time.monotonic() - t0)
+        await self.daemon.wait_log(r"MQTT connection to .* lost or failed", lost_before + 1, timeout=60)
+        self.report.timing("partition → device noticed", time.monotonic() - t0)
+        self.harness.mark()
+        await self.harness.sim_text("are you still there")  # queued by the broker in the device's session
+        await asyncio.sleep(max(0.0, stall_s - (time.monotonic() - t0)))
+        t1 = time.monotonic()
+        proxy.resume()
+        await self.harness.wait_status(online=True, boot=boot, timeout=60, new=True)
+        self.report.timing("path back → device online", time.monotonic() - t1)
+        await self.harness.wait_for("transcript", timeout=30, text="are you still there")
+        self.report.runs += 1
+
+    # ---- verdict -----------------------------------------------------------------------------------
+    def verify(self, allow_open: bool = False) -> list[str]:
+        """Check everything received so far; add counts and violations to the report."""
+        problems = [str(v) for v in check_contract(self.harness.events, allow_open=allow_open)]
+        problems += [f"invalid payload from device on {b.topic}: {b.error}" for b in self.harness.bad]
+        received = {(ev.boot, ev.seq) for ev in self.harness.events}
+        missing = sorted(stored_events(self.daemon.log()) - received)
+        if missing:
+            problems.append(f"{len(missing)} stored event(s) never reached the agent: {missing[:20]}")
+        problems += self._check_commands(self.harness.events)
+        self.report.events_checked += len(received)
+        self.report.lost += len(missing)
+        self.report.violations.extend(problems)
+        return problems
+
+    def _check_commands(self, events: list[Event]) -> list[str]:
+        problems: list[str] = []
+        played = Counter(ev.say for ev in events if ev.type == "playback_started")
+        problems += [f"reply {s} played {n} times" for s, n in played.items() if n > 1]
+        rejected = {ev.command: ev.reason for ev in events if ev.type == "command_rejected"}
+        for cid in self.expired_ids:
+            if played.get(cid):
+                problems.append(f"command {cid} executed after its expires_at")
+            if rejected.get(cid) != "expired":
+                problems.append(f"command {cid} sent to a dead daemon, expired meanwhile, not rejected 'expired'")
+        return problems
+
+
+async def expect_no_event(harness: AgentHarness, event_type: str, within: float) -> None:
+    """Fail if ``event_type`` arrives within ``within`` seconds."""
+    try:
+        await harness.wait_for(event_type, timeout=within)
+    except HarnessTimeout:
+        return
+    raise AssertionError(f"unexpected {event_type} within {within:.1f} s")

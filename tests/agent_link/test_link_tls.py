@@ -1,0 +1,98 @@
+"""MqttLink over TLS with a client certificate, against mosquitto with a throw-away CA."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agent_link.link import MqttLink
+from agent_link.link_settings import LinkSettings
+from agent_link.messages import StatusMessage
+from agent_link.outbox import Outbox
+from tests.broker import Mosquitto
+
+
+def _openssl(*args: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def _make_ca(d: Path, name: str) -> None:
+    _openssl("ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", f"{name}.key", cwd=d)
+    _openssl("req", "-x509", "-new", "-key", f"{name}.key", "-days", "2", "-subj", f"/CN={name}",
+             "-out", f"{name}.crt", cwd=d)  # fmt: skip
+
+
+def _make_cert(d: Path, name: str, ca: str, san: str) -> None:
+    _openssl("ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", f"{name}.key", cwd=d)
+    _openssl("req", "-new", "-key", f"{name}.key", "-subj", f"/CN={name}", "-out", f"{name}.csr", cwd=d)
+    (d / f"{name}.ext").write_text(f"subjectAltName={san}\n")
+    _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.crt", "-CAkey", f"{ca}.key",
+             "-CAcreateserial", "-days", "2", "-extfile", f"{name}.ext", "-out", f"{name}.crt", cwd=d)  # fmt: skip
+
+
+@pytest.fixture
+def tls_broker(tmp_path: Path) -> Iterator[tuple[Mosquitto, Path]]:
+    """Mosquitto with a TLS listener requiring a client certificate signed by the test CA."""
+    d = tmp_path / "pki"
+    d.mkdir()
+    _make_ca(d, "ca")
+    _make_ca(d, "other-ca")
+    _make_cert(d, "server", "ca", "IP:127.0.0.1,DNS:localhost")
+    _make_cert(d, "client", "ca", "DNS:dev1")
+    extra = (
+        f"cafile {d / 'ca.crt'}\ncertfile {d / 'server.crt'}\nkeyfile {d / 'server.key'}\n"
+        "require_certificate true\n"
+    )
+    broker = Mosquitto(tmp_path / "broker", extra_config=extra)
+    broker.start()
+    yield broker, d
+    broker.kill()
+
+
+def _settings(broker: Mosquitto, d: Path, ca: str) -> LinkSettings:
+    return LinkSettings(
+        broker=f"mqtts://127.0.0.1:{broker.port}",
+        ca_file=str(d / ca),
+        cert_file=str(d / "client.crt"),
+        key_file=str(d / "client.key"),
+        keepalive_s=5,
+        reconnect_min_s=0.1,
+        reconnect_max_s=0.5,
+    )
+
+
+async def _run_for(link: MqttLink, seconds: float) -> bool:
+    task = asyncio.create_task(link.run())
+    connected = False
+    for _ in range(int(seconds * 20)):
+        await asyncio.sleep(0.05)
+        if link.connected:
+            connected = True
+            break
+    await link.shutdown(StatusMessage(online=False, boot=1), flush_timeout=1.0)
+    await task
+    return connected
+
+
+async def test_tls_with_client_certificate(tls_broker: tuple[Mosquitto, Path], tmp_path: Path) -> None:
+    broker, d = tls_broker
+    outbox = Outbox(tmp_path / "o.db", "dev1", 1)
+    link = MqttLink(_settings(broker, d, "ca.crt"), "dev1", 1, outbox, lambda *a: None, lambda *a: None)
+    assert await _run_for(link, 10.0)
+
+
+async def test_tls_untrusted_broker_is_refused_and_logged(
+    tls_broker: tuple[Mosquitto, Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    broker, d = tls_broker
+    outbox = Outbox(tmp_path / "o.db", "dev1", 1)
+    link = MqttLink(_settings(broker, d, "other-ca.crt"), "dev1", 1, outbox, lambda *a: None, lambda *a: None)
+    assert not await _run_for(link, 1.5)
+    failures = [
+        r.getMessage() for r in caplog.records if "dev1" in r.getMessage() or "mqtts" in r.getMessage()
+    ]
+    assert any("certificate verify failed" in m for m in failures), failures

@@ -1,0 +1,209 @@
+"""Listener end to end: SimulatedMicrophone → VAD → real Whisper → events."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from audio.capture import SimulatedMicrophone
+from audio.events import (
+    AudioDeviceProblem,
+    AudioEvent,
+    SpeechEnded,
+    SpeechStarted,
+    Transcribed,
+    UtteranceFailed,
+)
+from audio.hearing_settings import HearingSettings
+from audio.listener import Listener
+from audio.stt import WhisperTranscriber
+from audio.wav import FloatArray, encode_wav
+
+SPEED = 4.0  # the simulated microphone runs 4x real time to keep the suite short
+
+
+class Recorder:
+    """Collects events and lets a test wait for one."""
+
+    def __init__(self) -> None:
+        self.events: list[AudioEvent] = []
+        self._changed = asyncio.Event()
+
+    def __call__(self, ev: AudioEvent) -> None:
+        self.events.append(ev)
+        self._changed.set()
+
+    async def wait_for(self, pred: Callable[[AudioEvent], bool], timeout: float = 20.0) -> AudioEvent:
+        async def waiter() -> AudioEvent:
+            while True:
+                for ev in self.events:
+                    if pred(ev):
+                        return ev
+                self._changed.clear()
+                await self._changed.wait()
+
+        return await asyncio.wait_for(waiter(), timeout)
+
+    def of(self, kind: type) -> list[AudioEvent]:
+        return [e for e in self.events if isinstance(e, kind)]
+
+
+def closes(ev: AudioEvent) -> bool:
+    return isinstance(ev, Transcribed | UtteranceFailed)
+
+
+def make(
+    transcriber: WhisperTranscriber, settings: HearingSettings | None = None
+) -> tuple[Listener, SimulatedMicrophone, Recorder]:
+    s = settings or HearingSettings(reopen_interval_s=0.1)
+    mic = SimulatedMicrophone(speed=SPEED, noise_db=-70)
+    rec = Recorder()
+    counter = itertools.count(1)
+    listener = Listener(s, mic, transcriber, rec, utterance_ids=lambda: f"u{next(counter)}")
+    return listener, mic, rec
+
+
+@pytest.fixture
+def hearing_utterance(hearing_say: Callable[[str], FloatArray]) -> FloatArray:
+    return hearing_say("Turn on the lights in the kitchen.")
+
+
+async def test_wav_gives_ordered_events(hearing_transcriber: WhisperTranscriber, hearing_utterance: FloatArray) -> None:
+    listener, mic, rec = make(hearing_transcriber)
+    await listener.open()
+    await listener.open()  # safe twice
+    assert mic.feed(encode_wav(hearing_utterance, 16000))
+    done = await rec.wait_for(closes)
+    await listener.aclose()
+    assert [type(e) for e in rec.events] == [SpeechStarted, SpeechEnded, Transcribed]
+    assert {e.utterance for e in rec.events} == {"u1"}  # type: ignore[union-attr]
+    assert isinstance(done, Transcribed)
+    assert "lights" in done.text.lower() and "kitchen" in done.text.lower()
+    assert 0.4 <= done.confidence <= 1.0
+    assert done.language == "en"
+    started, ended = rec.events[0], rec.events[1]
+    assert isinstance(started, SpeechStarted) and isinstance(ended, SpeechEnded)
+    # (timestamps are derived from sample positions, so at 4x speed only their order vs decode holds)
+    assert started.ts <= done.ts and ended.ts <= done.ts
+    assert ended.audio_ms >= len(hearing_utterance) * 1000 // 16000 - 100
+
+
+async def test_two_utterances_are_closed_in_order(
+    hearing_transcriber: WhisperTranscriber, hearing_say: Callable[[str], FloatArray]
+) -> None:
+    listener, mic, rec = make(hearing_transcriber)
+    await listener.open()
+    mic.feed(np.concatenate([hearing_say("Yes."), np.zeros(16000, np.float32), hearing_say("What time is it?")]))
+    await rec.wait_for(lambda e: closes(e) and e.utterance == "u2")  # type: ignore[union-attr]
+    await listener.aclose()
+    for uid in ("u1", "u2"):
+        mine = [e for e in rec.events if getattr(e, "utterance", None) == uid]
+        assert isinstance(mine[0], SpeechStarted)
+        assert sum(closes(e) for e in mine) == 1 and closes(mine[-1])
+    texts = [e.text.lower() for e in rec.of(Transcribed)]  # type: ignore[attr-defined]
+    assert "yes" in texts[0] and "time" in texts[1]
+
+
+async def test_close_mid_utterance_is_interrupted(
+    hearing_transcriber: WhisperTranscriber, hearing_utterance: FloatArray
+) -> None:
+    listener, mic, rec = make(hearing_transcriber)
+    await listener.open()
+    mic.feed(hearing_utterance)
+    await rec.wait_for(lambda e: isinstance(e, SpeechStarted))
+    await listener.close()
+    assert [type(e) for e in rec.events] == [SpeechStarted, UtteranceFailed]
+    failed = rec.events[1]
+    assert isinstance(failed, UtteranceFailed) and failed.reason == "interrupted" and failed.utterance == "u1"
+    # Nothing is heard while closed: fed audio is dropped.
+    assert not mic.feed(hearing_utterance)
+    await asyncio.sleep(0.3)
+    assert len(rec.events) == 2
+    await listener.aclose()
+
+
+async def test_half_duplex_discards_while_speaking(
+    hearing_transcriber: WhisperTranscriber, hearing_utterance: FloatArray
+) -> None:
+    listener, mic, rec = make(hearing_transcriber)
+    await listener.open()
+    listener.set_speaking(True)
+    mic.feed(hearing_utterance)
+    while mic.pending_samples:
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.3)
+    assert rec.events == []
+    assert listener.discarded_samples >= len(hearing_utterance)
+    # An utterance in progress when the device starts speaking is interrupted.
+    listener.set_speaking(False)
+    await asyncio.sleep(0.2)  # past the speaking tail (300 ms of audio at 4x)
+    mic.feed(hearing_utterance)
+    await rec.wait_for(lambda e: isinstance(e, SpeechStarted))
+    listener.set_speaking(True)
+    failed = await rec.wait_for(closes)
+    assert isinstance(failed, UtteranceFailed) and failed.reason == "interrupted"
+    await listener.aclose()
+
+
+async def test_noise_only_gives_no_transcript(hearing_transcriber: WhisperTranscriber) -> None:
+    listener, mic, rec = make(hearing_transcriber)
+    await listener.open()
+    rng = np.random.default_rng(5)
+    mic.feed((rng.standard_normal(16000 * 2) * 10 ** (-60 / 20)).astype(np.float32))
+    while mic.pending_samples:
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.4)
+    await listener.aclose()
+    assert rec.of(SpeechStarted) == []
+
+
+async def test_stt_error_is_reported(hearing_utterance: FloatArray) -> None:
+    unloaded = WhisperTranscriber(HearingSettings())  # load() never called: transcribe raises
+    listener, mic, rec = make(unloaded)
+    await listener.open()
+    mic.feed(hearing_utterance)
+    failed = await rec.wait_for(closes)
+    await listener.aclose()
+    assert isinstance(failed, UtteranceFailed) and failed.reason == "stt_error"
+    assert "load()" in failed.detail
+    assert [type(e) for e in rec.events] == [SpeechStarted, SpeechEnded, UtteranceFailed]
+
+
+async def test_unplugged_microphone_is_reopened(
+    hearing_transcriber: WhisperTranscriber, hearing_utterance: FloatArray
+) -> None:
+    listener, mic, rec = make(hearing_transcriber)
+    await listener.open()
+    mic.feed(hearing_utterance)
+    await rec.wait_for(lambda e: isinstance(e, SpeechStarted))
+    mic.unplug()
+    lost = await rec.wait_for(lambda e: isinstance(e, AudioDeviceProblem))
+    assert isinstance(lost, AudioDeviceProblem) and not lost.ok and lost.direction == "input"
+    failed = await rec.wait_for(closes)
+    assert isinstance(failed, UtteranceFailed) and failed.reason == "interrupted"
+    await asyncio.sleep(0.3)  # several reopen attempts fail while unplugged
+    assert mic.is_open is False
+    mic.replug()
+    back = await rec.wait_for(lambda e: isinstance(e, AudioDeviceProblem) and e.ok)
+    assert isinstance(back, AudioDeviceProblem)
+    mic.feed(hearing_utterance)
+    done = await rec.wait_for(lambda e: isinstance(e, Transcribed))
+    assert "kitchen" in done.text.lower()  # type: ignore[union-attr]
+    await listener.aclose()
+
+
+async def test_missing_device_at_open_is_reported_and_retried(hearing_transcriber: WhisperTranscriber) -> None:
+    listener, mic, rec = make(hearing_transcriber)
+    mic.unplug()
+    await listener.open()
+    first = await rec.wait_for(lambda e: isinstance(e, AudioDeviceProblem))
+    assert isinstance(first, AudioDeviceProblem) and not first.ok and "simulated microphone" in first.detail
+    mic.replug()
+    await rec.wait_for(lambda e: isinstance(e, AudioDeviceProblem) and e.ok)
+    assert mic.is_open
+    await listener.aclose()
+    assert not mic.is_open

@@ -1,0 +1,121 @@
+"""Real Whisper through the runtime path: transcripts, confidence and endpointing on real audio."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from audio.confidence import MIN_CONFIDENCE, normalise_for_wer
+from audio.hearing_settings import HearingSettings
+from audio.stt import WhisperTranscriber
+from audio.stt_clip import load_clip, transcribe_clip
+from audio.vad import UtteranceComplete, segment_audio
+from audio.wav import FloatArray
+from tests.audio.conftest import HEARING_SPEECH_DIR, hearing_noise, hearing_silence
+
+ACCEPT = 0.4
+
+
+def test_jfk_is_transcribed_with_high_confidence(
+    hearing_transcriber: WhisperTranscriber, hearing_settings: HearingSettings
+) -> None:
+    res = transcribe_clip(load_clip(HEARING_SPEECH_DIR / "jfk/jfk.flac"), hearing_transcriber, hearing_settings)
+    assert "ask not what your country can do for you" in normalise_for_wer(res.text)
+    assert res.confidence >= ACCEPT
+    assert res.language == "en" and res.audio_ms == 11000 and res.decode_ms > 0
+
+
+@pytest.mark.parametrize("text", ["Thank you.", "Bye.", "Good night.", "What is the weather like today?"])
+def test_clear_speech_scores_high(
+    text: str,
+    hearing_transcriber: WhisperTranscriber,
+    hearing_settings: HearingSettings,
+    hearing_say: Callable[[str], FloatArray],
+) -> None:
+    clip = np.concatenate([hearing_silence(0.5), hearing_say(text) * 0.5, hearing_silence(0.5)])
+    clip = clip + hearing_noise(len(clip) / 16000, -70)
+    res = transcribe_clip(clip, hearing_transcriber, hearing_settings)
+    assert normalise_for_wer(res.text) == normalise_for_wer(text)
+    assert res.confidence >= ACCEPT, res
+
+
+@pytest.mark.parametrize("text", ["Thank you.", "Bye."])
+def test_clear_espeak_goodbyes_score_high(
+    text: str,
+    hearing_transcriber: WhisperTranscriber,
+    hearing_settings: HearingSettings,
+    hearing_espeak: Callable[[str], FloatArray],
+) -> None:
+    clip = np.concatenate([hearing_silence(0.4), hearing_espeak(text) * 0.6, hearing_silence(0.4)])
+    res = transcribe_clip(clip, hearing_transcriber, hearing_settings)
+    assert normalise_for_wer(res.text) == normalise_for_wer(text)
+    assert res.confidence >= ACCEPT, res
+
+
+@pytest.mark.parametrize(
+    ("seconds", "level_db", "seed"), [(2.0, -50.0, 1), (3.0, -40.0, 2), (1.5, -35.0, 3), (4.0, -45.0, 4)]
+)
+def test_filler_over_noise_scores_low(
+    seconds: float, level_db: float, seed: int, hearing_transcriber: WhisperTranscriber
+) -> None:
+    # Straight to STT (bypassing the VAD gate) to face Whisper's filler habit directly.
+    res = hearing_transcriber.transcribe(hearing_noise(seconds, level_db, seed), speech_ratio=0.1)
+    assert res.text == "" or res.confidence < ACCEPT, res
+
+
+def test_chimes_score_low(hearing_transcriber: WhisperTranscriber, hearing_settings: HearingSettings) -> None:
+    for rel in ("nonspeech/processing.wav", "nonspeech/wake_word_triggered.flac"):
+        res = transcribe_clip(load_clip(HEARING_SPEECH_DIR / rel), hearing_transcriber, hearing_settings)
+        assert res.text == "" or res.confidence < ACCEPT, (rel, res)
+
+
+def test_computed_confidence_is_never_zero(hearing_transcriber: WhisperTranscriber) -> None:
+    res = hearing_transcriber.transcribe(hearing_noise(2.0, -30.0, 9), speech_ratio=0.0)
+    if res.text:
+        assert MIN_CONFIDENCE <= res.confidence <= 1.0
+    silent = hearing_transcriber.transcribe(hearing_silence(1.0))  # Whisper likes to say "you" here
+    if silent.text:
+        assert MIN_CONFIDENCE <= silent.confidence < ACCEPT and silent.features is not None
+    else:
+        assert silent.confidence == 0.0 and silent.features is None
+
+
+def test_pause_inside_sentence_is_one_utterance_and_first_word_kept(
+    hearing_transcriber: WhisperTranscriber,
+    hearing_settings: HearingSettings,
+    hearing_say: Callable[[str], FloatArray],
+) -> None:
+    clip = np.concatenate(
+        [hearing_silence(0.6), hearing_say("Turn on the lights"), hearing_silence(0.3), hearing_say("in the kitchen")]
+    )
+    clip = np.concatenate([clip, hearing_silence(1.0)]) + hearing_noise(len(clip) / 16000 + 1.0, -65)
+    events = segment_audio(clip, hearing_settings)
+    complete = [e for e in events if isinstance(e, UtteranceComplete)]
+    assert len(complete) == 1, events
+    text = normalise_for_wer(hearing_transcriber.transcribe(complete[0].audio).text)
+    assert text.startswith("turn on the lights"), text
+    assert text.endswith("kitchen"), text
+
+
+def test_first_syllable_not_cut_when_speech_starts_abruptly(
+    hearing_transcriber: WhisperTranscriber,
+    hearing_settings: HearingSettings,
+    hearing_espeak: Callable[[str], FloatArray],
+) -> None:
+    speech = hearing_espeak("Potato soup is ready")
+    start = int(np.argmax(np.abs(speech) > 0.01))
+    clip = np.concatenate([hearing_silence(1.0), speech[start:], hearing_silence(1.0)])
+    (done,) = [e for e in segment_audio(clip, hearing_settings) if isinstance(e, UtteranceComplete)]
+    assert len(done.audio) >= len(speech) - start  # nothing of the speech is missing
+    text = normalise_for_wer(hearing_transcriber.transcribe(done.audio).text)
+    assert text.startswith("potato"), text
+
+
+def test_set_language_keeps_english_model_english(hearing_settings: HearingSettings) -> None:
+    t = WhisperTranscriber(hearing_settings)
+    t.set_language("de")
+    assert t.language == "de"  # not loaded yet: reports what was asked
+    t.load()
+    assert t.language == "en"  # tiny.en is English-only

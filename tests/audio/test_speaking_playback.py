@@ -1,0 +1,94 @@
+"""PlaybackQueue: what the output callback renders, block by block (pure, no clock)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from audio.playback import PlaybackQueue, QueuedPiece, fade_edges
+
+RATE = 1000
+
+
+def _piece(say: str, reply: int, n: int, value: float = 0.5) -> QueuedPiece:
+    return QueuedPiece(say, reply, np.full(n, value, np.float32), 0, 1, ())
+
+
+def _render(q: PlaybackQueue, n: int = 100) -> tuple[np.ndarray, list]:  # type: ignore[type-arg]
+    out = np.zeros(n, np.float32)
+    marks = q.render(out)
+    return out, marks
+
+
+def test_marks_and_samples_in_order_with_gap_accounting() -> None:
+    q = PlaybackQueue(RATE, volume=1.0)
+    g = q.generation
+    assert q.push(_piece("a", 1, 150), g)
+    out, marks = _render(q)
+    assert [(m.kind, m.frame) for m in marks] == [("reply_started", 0), ("piece_started", 0)]
+    assert np.all(out == 0.5)
+    out, marks = _render(q)  # piece ends at 50, then underrun
+    assert marks == [] and np.all(out[:50] == 0.5) and np.all(out[50:] == 0)
+    q.push(_piece("a", 1, 30), g)
+    q.push_end("a", 1, g)
+    q.push(_piece("b", 2, 10), g)
+    out, marks = _render(q)
+    kinds = [(m.kind, m.say, m.frame) for m in marks]
+    assert kinds == [
+        ("piece_started", "a", 0),
+        ("reply_finished", "a", 30),
+        ("reply_started", "b", 30),
+        ("piece_started", "b", 30),
+    ]
+    assert marks[0].gap_frames == 50
+    assert not marks[1].interrupted
+    assert q.busy  # b is still open (no end yet)
+
+
+def test_stop_fades_out_and_finishes_interrupted() -> None:
+    q = PlaybackQueue(RATE, volume=1.0, stop_fade_ms=20)  # 20 frames
+    g = q.generation
+    q.push(_piece("a", 1, 1000), g)
+    q.push_end("a", 1, g)
+    q.push(_piece("b", 2, 100), g)
+    _render(q)
+    handled = q.stop()
+    assert handled == frozenset({1})  # b was never heard: the caller closes it
+    assert not q.push(_piece("a", 1, 100), g)  # stale generation is dropped
+    out, marks = _render(q)
+    assert [(m.kind, m.frame, m.interrupted) for m in marks] == [("reply_finished", 20, True)]
+    assert out[0] > 0.4 and np.all(np.diff(out[:20]) <= 0) and out[19] < 0.05
+    assert np.all(out[20:] == 0)
+    out, marks = _render(q)
+    assert marks == [] and np.all(out == 0) and not q.busy
+
+
+def test_stop_while_waiting_for_text_finishes_at_once() -> None:
+    q = PlaybackQueue(RATE)
+    q.push(_piece("a", 1, 10), q.generation)
+    _render(q)
+    q.stop()
+    _, marks = _render(q)
+    assert [(m.kind, m.frame, m.interrupted) for m in marks] == [("reply_finished", 0, True)]
+
+
+def test_empty_reply_finishes_without_start() -> None:
+    q = PlaybackQueue(RATE)
+    q.push_end("e", 7, q.generation)
+    _, marks = _render(q)
+    assert [(m.kind, m.say, m.interrupted) for m in marks] == [("reply_finished", "e", False)]
+
+
+def test_volume_ramps_without_jump() -> None:
+    q = PlaybackQueue(RATE, volume=1.0)
+    q.push(_piece("a", 1, 1000, 1.0), q.generation)
+    _render(q)
+    q.set_volume(0.2)
+    out, _ = _render(q)
+    assert abs(out[0] - 1.0) < 0.02 and abs(out[-1] - 0.2) < 0.02 and np.all(np.diff(out) <= 0)
+    out, _ = _render(q)
+    assert np.allclose(out, 0.2)
+
+
+def test_fade_edges() -> None:
+    out = fade_edges(np.ones(100, np.float32), 10)
+    assert out[0] == 0 and out[-1] < 0.2 and np.all(out[10:90] == 1)

@@ -1,0 +1,281 @@
+"""Speaker through the real Piper voice: event order and timing, streaming, stop, errors."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from audio.events import (
+    AudioDeviceProblem,
+    AudioEvent,
+    PlaybackFinished,
+    PlaybackStarted,
+    SentencePlaying,
+)
+from audio.sinks import NullSink, OutputDeviceUnavailable, WavSink, make_sink
+from audio.speaker import Speaker
+from audio.speaking_settings import SpeakingSettings
+from audio.tts import VoiceNotFound
+from audio.wav import read_wav
+
+TEXT = "Hello there, how are you today? I am fine, thank you. See you soon!"
+
+
+class Recorder:
+    """Collects events with their arrival time."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[float, AudioEvent]] = []
+
+    def __call__(self, event: AudioEvent) -> None:
+        self.events.append((time.time(), event))
+
+    def of(self, say: str) -> list[AudioEvent]:
+        return [e for _, e in self.events if getattr(e, "say", None) == say]
+
+    async def finished(self, say: str, timeout: float = 30.0) -> PlaybackFinished:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for e in self.of(say):
+                if isinstance(e, PlaybackFinished):
+                    return e
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"no PlaybackFinished for {say}: {self.of(say)}")
+
+    async def first(self, kind: type, timeout: float = 10.0) -> Any:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for _, e in self.events:
+                if isinstance(e, kind):
+                    return e
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"no {kind.__name__}")
+
+
+async def _speaker(out: Any, rec: Recorder, **kw: Any) -> Speaker:
+    speaker = Speaker(SpeakingSettings(**kw), out, rec)
+    await speaker.start()
+    return speaker
+
+
+def _stream(speaker: Speaker, say: str, text: str) -> None:
+    words = text.split(" ")
+    for i, w in enumerate(words):
+        speaker.speak(say, w if i == 0 else " " + w, final=False)
+    speaker.speak(say, "", final=True)
+
+
+async def test_events_in_order_with_real_timing_and_covering_offsets(speaking_voice: Any) -> None:
+    rec = Recorder()
+    speaker = await _speaker(NullSink(), rec)
+    try:
+        t0 = time.time()
+        _stream(speaker, "r1", TEXT)
+        assert speaker.busy
+        fin = await rec.finished("r1")
+    finally:
+        await speaker.aclose()
+    events = rec.of("r1")
+    assert isinstance(events[0], PlaybackStarted)
+    assert isinstance(events[-1], PlaybackFinished) and not events[-1].interrupted
+    pieces = [e for e in events[1:-1] if isinstance(e, SentencePlaying)]
+    assert len(pieces) == len(events) - 2 >= 3
+    assert events[0].ts == pieces[0].ts and events[0].ts - t0 < 2.0
+    # Offsets are contiguous and cover the whole text.
+    assert pieces[0].start == 0 and pieces[-1].end == len(TEXT)
+    for a, b in itertools.pairwise(pieces):
+        assert a.end == b.start
+        # back to back at the output: next piece starts where the previous one ended (one block slack)
+        assert abs(b.ts - (a.ts + a.duration)) < 0.03
+    total = sum(p.duration for p in pieces)
+    assert abs(fin.ts - events[0].ts - total) < 0.03
+    # Real-time pacing: each event arrives when it happens at the output.
+    for arrived, e in rec.events:
+        assert -0.005 < arrived - e.ts < 0.1
+    for p in pieces:  # lip-sync timeline: monotonic, contiguous, spans the piece's audio
+        assert p.visemes[0].start == 0.0 and abs(p.visemes[-1].end - p.duration) < 0.02
+        for a, b in zip(p.visemes, p.visemes[1:], strict=False):
+            assert a.start < a.end == b.start
+        assert {"mbp", "aa", "ee", "oo"} & {c.viseme for c in p.visemes}
+    assert not speaker.busy
+
+
+async def test_replies_play_in_order_and_empty_reply_only_finishes(speaking_voice: Any) -> None:
+    rec = Recorder()
+    speaker = await _speaker(NullSink(), rec)
+    try:
+        speaker.speak("a", "One moment, please", final=False)
+        speaker.speak("b", "Second.", final=True)
+        speaker.speak("e", "   ", final=True)
+        await asyncio.sleep(0.3)
+        speaker.speak("a", ". Done.", final=True)
+        await rec.finished("e")
+    finally:
+        await speaker.aclose()
+    order = [(type(e).__name__, e.say) for _, e in rec.events if not isinstance(e, SentencePlaying)]
+    assert order == [
+        ("PlaybackStarted", "a"),
+        ("PlaybackFinished", "a"),
+        ("PlaybackStarted", "b"),
+        ("PlaybackFinished", "b"),
+        ("PlaybackFinished", "e"),
+    ]
+    a_pieces = [e for e in rec.of("a") if isinstance(e, SentencePlaying)]
+    assert a_pieces[-1].end == len("One moment, please. Done.")
+
+
+def _transcribe(whisper: Any, path: Path) -> str:
+    audio, rate = read_wav(path)
+    from audio.wav import resample
+
+    segments, _ = whisper.transcribe(resample(audio, rate, 16000), language="en", beam_size=1)
+    return " ".join(s.text for s in segments)
+
+
+def _words(text: str) -> list[str]:
+    return "".join(c.lower() if c.isalnum() or c == " " else " " for c in text).split()
+
+
+async def test_streamed_chunks_sound_like_one_shot(
+    tmp_path: Path, speaking_voice: Any, speaking_whisper: Any
+) -> None:
+    rec = Recorder()
+    speaker = await _speaker(WavSink(tmp_path), rec, sink="wav", wav_dir=str(tmp_path))
+    try:
+        words = TEXT.split(" ")
+        for i, w in enumerate(words):  # streamed like an LLM, with pauses mid-sentence
+            speaker.speak("streamed", w if i == 0 else " " + w, final=i == len(words) - 1)
+            await asyncio.sleep(0.02)
+        speaker.speak("oneshot", TEXT, final=True)
+        await rec.finished("oneshot")
+    finally:
+        await speaker.aclose()
+    streamed, rate = read_wav(tmp_path / "streamed.wav")
+    oneshot, rate2 = read_wav(tmp_path / "oneshot.wav")
+    assert rate == rate2 == 22050
+    assert abs(len(streamed) - len(oneshot)) / len(oneshot) < 0.1
+    expected = _words(TEXT)
+    for name in ("streamed", "oneshot"):
+        heard = _words(_transcribe(speaking_whisper, tmp_path / f"{name}.wav"))
+        matches = sum(1 for w in expected if w in heard)
+        assert matches >= len(expected) - 2, (name, heard)
+        assert len(heard) <= len(expected) + 2, (name, heard)  # nothing spoken twice
+
+
+async def test_stop_silences_output_fast_and_drops_queued_replies(
+    speaking_fake_sd: Any, speaking_voice: Any
+) -> None:
+    rec = Recorder()
+    sink = make_sink(SpeakingSettings(output_device="usb"), backend=speaking_fake_sd)
+    speaker = await _speaker(sink, rec)
+    try:
+        assert speaker.sample_rate == 48000
+        speaker.speak("long", TEXT + " " + TEXT, final=True)
+        speaker.speak("queued", "You will never hear this.", final=True)
+        speaker.speak("open", "Nor this", final=False)
+        await rec.first(PlaybackStarted)
+        await asyncio.sleep(0.4)
+        t_stop = time.time()
+        speaker.stop()
+        fin = await rec.finished("long")
+        await rec.finished("queued")
+        await rec.finished("open")
+        await asyncio.sleep(0.1)
+        assert not speaker.busy
+        speaker.speak("open", " more text for the stopped reply", final=True)  # ignored
+        speaker.speak("after", "Still working.", final=True)
+        after = await rec.finished("after")
+    finally:
+        await speaker.aclose()
+    assert fin.interrupted and 0 <= fin.ts - t_stop < 0.05
+    for say in ("queued", "open"):
+        events = rec.of(say)
+        assert [type(e) for e in events] == [PlaybackFinished] and events[0].interrupted  # type: ignore[union-attr]
+    assert not after.interrupted
+    blocks = speaking_fake_sd.recorded()
+    loud_before = [b for t, b in blocks if t_stop - 0.3 < t < t_stop and np.abs(b).max() > 0.01]
+    assert loud_before, "speech was playing before stop"
+    audible_after = [
+        t + np.nonzero(np.abs(b) > 1e-3)[0][-1] / 48000
+        for t, b in blocks
+        if t_stop <= t < t_stop + 0.3 and np.abs(b).max() > 1e-3
+    ]
+    silent_at = max(audible_after, default=t_stop)
+    assert silent_at - t_stop < 0.05
+
+
+async def test_missing_output_device_is_a_clear_error(speaking_fake_sd: Any, speaking_voice: Any) -> None:
+    rec = Recorder()
+    with pytest.raises(OutputDeviceUnavailable) as err:
+        await _speaker(make_sink(SpeakingSettings(output_device="HDMI"), backend=speaking_fake_sd), rec)
+    assert "'HDMI'" in str(err.value) and "Fake USB Speaker" in str(err.value)
+    assert "Fake Mic" not in str(err.value)
+    speaker = await _speaker(
+        make_sink(SpeakingSettings(output_device="Fake USB Speaker"), backend=speaking_fake_sd), rec
+    )
+    try:
+        speaker.speak("x", "Okay.", final=True)
+        assert not (await rec.finished("x")).interrupted
+    finally:
+        await speaker.aclose()
+
+
+async def test_unplugged_device_is_reported_and_reopened(speaking_fake_sd: Any, speaking_voice: Any) -> None:
+    rec = Recorder()
+    settings = SpeakingSettings(reopen_interval_s=0.2)
+    speaker = await _speaker(make_sink(settings, backend=speaking_fake_sd), rec, reopen_interval_s=0.2)
+    try:
+        speaker.speak("r", "This sentence is cut off by the cable.", final=True)
+        await rec.first(PlaybackStarted)
+        speaking_fake_sd.unplug()
+        problem = await rec.first(AudioDeviceProblem)
+        assert problem.direction == "output" and not problem.ok and "Fake USB Speaker" in problem.detail
+        assert not (await rec.finished("r")).interrupted  # the reply still ends, on time
+        speaking_fake_sd.replug()
+        deadline = time.monotonic() + 5
+        while not any(isinstance(e, AudioDeviceProblem) and e.ok for _, e in rec.events):
+            assert time.monotonic() < deadline, "device not reopened"
+            await asyncio.sleep(0.05)
+        speaker.speak("s", "Back again.", final=True)
+        await rec.finished("s")
+    finally:
+        await speaker.aclose()
+    assert len(speaking_fake_sd.streams) >= 2
+    assert any(np.abs(b).max() > 0.01 for _, b in speaking_fake_sd.streams[-1].recorded)
+
+
+async def test_bad_voice_is_a_clear_error_and_the_old_voice_stays(
+    tmp_path: Path, speaking_voice: Any
+) -> None:
+    rec = Recorder()
+    with pytest.raises(VoiceNotFound, match=r"nope\.onnx"):
+        await _speaker(NullSink(), rec, voice=str(tmp_path / "nope.onnx"))
+    # A second model file for "xx" (a copy of joe under another name): switching loads it, no restart.
+    model = speaking_voice.path
+    (tmp_path / "xx.onnx").symlink_to(model)
+    (tmp_path / "xx.onnx.json").symlink_to(f"{model}.json")
+    speaker = await _speaker(
+        NullSink(), rec, voices={"xx": str(tmp_path / "xx.onnx"), "yy": "/missing/yy.onnx"}
+    )
+    try:
+        assert speaker.voice_path == model
+        with pytest.raises(VoiceNotFound, match=r"yy\.onnx"):
+            await speaker.set_language("yy")
+        with pytest.raises(VoiceNotFound):
+            await speaker.set_voice(str(tmp_path / "other.onnx"))
+        assert speaker.voice_path == model and speaker.language == "en"
+        await speaker.set_language("xx")
+        assert speaker.voice_path == tmp_path / "xx.onnx" and speaker.language == "xx"
+        speaker.set_volume(0.3)
+        speaker.speak("v", "Switched.", final=True)
+        assert not (await rec.finished("v")).interrupted
+        await speaker.set_voice("")
+        assert speaker.voice_path == model
+    finally:
+        await speaker.aclose()

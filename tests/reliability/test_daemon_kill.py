@@ -1,0 +1,32 @@
+"""kill -9 at chosen moments of a conversation: the daemon comes back with its state, nothing lost."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_link.reliability import KILL_MOMENTS, FaultRunner
+from tests.reliability.conftest import slow
+
+pytestmark = pytest.mark.timeout(600)
+
+
+async def test_kill_at_each_moment_keeps_state_and_loses_nothing(runner: FaultRunner) -> None:
+    await runner.start_daemon()
+    for moment in KILL_MOMENTS:
+        await runner.kill_cycle(moment)
+    await runner.daemon.wait_log(r"→ command_rejected", 1)
+    problems = runner.verify()
+    print(runner.report.summary())
+    assert runner.report.faults.total() == len(KILL_MOMENTS)
+    assert not problems, "\n".join(problems)
+    assert runner.report.lost == 0
+
+
+@slow
+async def test_kill_many_times_in_a_row(runner: FaultRunner) -> None:
+    await runner.start_daemon()
+    for i in range(12):
+        await runner.kill_cycle(KILL_MOMENTS[i % len(KILL_MOMENTS)])
+    problems = runner.verify()
+    print(runner.report.summary())
+    assert not problems, "\n".join(problems)
