@@ -29,6 +29,7 @@ class WakeEvent(_EventEnvelope):
 
     type: Literal["wake"] = "wake"
     source: TapSource
+    """What was tapped: ``button``, ``screen``, ``keyboard`` or ``sim``."""
     EXAMPLE: ClassVar[dict[str, Any]] = _env("wake", source="button")
 
 
@@ -37,6 +38,7 @@ class AsleepEvent(_EventEnvelope):
 
     type: Literal["asleep"] = "asleep"
     reason: Literal["command", "tag"]
+    """What put it to sleep: a ``sleep`` command or a ``[sleep]`` tag."""
     EXAMPLE: ClassVar[dict[str, Any]] = _env("asleep", reason="command")
 
 
@@ -45,6 +47,7 @@ class TapEvent(_EventEnvelope):
 
     type: Literal["tap"] = "tap"
     source: TapSource
+    """What was tapped: ``button``, ``screen``, ``keyboard`` or ``sim``."""
     EXAMPLE: ClassVar[dict[str, Any]] = _env("tap", source="screen")
 
 
@@ -53,6 +56,7 @@ class SpeechStartedEvent(_EventEnvelope):
 
     type: Literal["speech_started"] = "speech_started"
     utterance: str = Field(min_length=1)
+    """Utterance id (opened by ``speech_started``)."""
     EXAMPLE: ClassVar[dict[str, Any]] = _env("speech_started", utterance="u-7-3")
 
 
@@ -61,7 +65,9 @@ class SpeechEndedEvent(_EventEnvelope):
 
     type: Literal["speech_ended"] = "speech_ended"
     utterance: str = Field(min_length=1)
+    """Utterance id (opened by ``speech_started``)."""
     audio_ms: int = Field(ge=0)
+    """Length of the utterance audio, in ms."""
     EXAMPLE: ClassVar[dict[str, Any]] = _env("speech_ended", utterance="u-7-3", audio_ms=1840)
 
 
@@ -70,12 +76,19 @@ class TranscriptEvent(_EventEnvelope):
 
     type: Literal["transcript"] = "transcript"
     utterance: str = Field(min_length=1)
+    """Utterance id (opened by ``speech_started``)."""
     text: str
+    """What was said (or typed)."""
     confidence: float = Field(ge=0.0, le=1.0)
+    """In [0, 1]: typed = 1, 0 = no signal from the provider; < 0.4 = heard poorly."""
     language: str
+    """Language of the transcript (e.g. ``en``)."""
     source: Literal["voice", "typed"]
+    """``voice`` (microphone) or ``typed`` (sim/text, keyboard)."""
     audio_ms: int = Field(ge=0)
+    """Length of the utterance audio, in ms."""
     decode_ms: int = Field(ge=0)
+    """Time the transcriber took, in ms."""
     EXAMPLE: ClassVar[dict[str, Any]] = _env(
         "transcript",
         utterance="u-7-3",
@@ -93,8 +106,11 @@ class UtteranceFailedEvent(_EventEnvelope):
 
     type: Literal["utterance_failed"] = "utterance_failed"
     utterance: str = Field(min_length=1)
+    """Utterance id (opened by ``speech_started``)."""
     reason: FailureReason
+    """Why there is no transcript."""
     detail: str = ""
+    """Human-readable explanation."""
     EXAMPLE: ClassVar[dict[str, Any]] = _env(
         "utterance_failed", utterance="u-7-4", reason="too_short", detail="120 ms of speech, minimum 250 ms"
     )
@@ -105,6 +121,7 @@ class PlaybackStartedEvent(_EventEnvelope):
 
     type: Literal["playback_started"] = "playback_started"
     say: str = Field(min_length=1)
+    """Reply id (the ``say`` of the commands)."""
     EXAMPLE: ClassVar[dict[str, Any]] = _env("playback_started", say="r-12")
 
 
@@ -113,7 +130,9 @@ class PlaybackFinishedEvent(_EventEnvelope):
 
     type: Literal["playback_finished"] = "playback_finished"
     say: str = Field(min_length=1)
+    """Reply id (the ``say`` of the commands)."""
     interrupted: bool
+    """True if the reply was cut short (``stop``, sleep, error)."""
     EXAMPLE: ClassVar[dict[str, Any]] = _env("playback_finished", say="r-12", interrupted=False)
 
 
@@ -122,7 +141,9 @@ class SleepIgnoredEvent(_EventEnvelope):
 
     type: Literal["sleep_ignored"] = "sleep_ignored"
     via: Literal["command", "tag"]
+    """The ignored request: a ``sleep`` command or a ``[sleep]`` tag."""
     say: str | None = None
+    """Reply id whose ``[sleep]`` tag was ignored (via tag), else null."""
     EXAMPLE: ClassVar[dict[str, Any]] = _env("sleep_ignored", via="tag", say="r-12")
 
 
@@ -131,8 +152,11 @@ class CommandRejectedEvent(_EventEnvelope):
 
     type: Literal["command_rejected"] = "command_rejected"
     command: str | None
+    """Id of the rejected command, or null if it could not be read."""
     reason: RejectReason
+    """``invalid``, ``unknown_type``, ``expired``, ``unsupported_version`` or ``asleep``."""
     detail: str
+    """What was wrong, for humans (which field, why)."""
     EXAMPLE: ClassVar[dict[str, Any]] = _env(
         "command_rejected", command="c-106", reason="invalid", detail="field 'text': Input should be a string"
     )

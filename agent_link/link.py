@@ -23,6 +23,7 @@ import paho.mqtt.client as paho
 from aiomqtt.exceptions import MqttConnectError
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
+from paho.mqtt.reasoncodes import ReasonCode
 
 from agent_link.link_settings import LinkSettings
 from agent_link.messages import StatusMessage
@@ -51,6 +52,17 @@ def backoff_delay(attempt: int, min_s: float, max_s: float, rng: random.Random |
 def _is_tls_failure(err: BaseException) -> bool:
     text = str(err)
     return isinstance(err, ssl.SSLError) or "SSL" in text or "certificate" in text.lower()
+
+
+def _disconnect_with_will(client: aiomqtt.Client) -> None:
+    """Leave after an error or cancellation with DISCONNECT reason 0x04, so the broker still publishes
+    the Last Will (a normal DISCONNECT would suppress it and leave a stale ``online: true``)."""
+    paho_client: paho.Client = client._client
+    if paho_client.is_connected():
+        with contextlib.suppress(Exception):
+            paho_client.disconnect(
+                reasoncode=ReasonCode(PacketTypes.DISCONNECT, "Disconnect with will message")
+            )
 
 
 def _payload_bytes(payload: Any) -> bytes:
@@ -179,7 +191,7 @@ class MqttLink:
             qos=1,
             retain=True,
         )
-        return aiomqtt.Client(
+        client = aiomqtt.Client(
             host,
             port,
             identifier=self.device_id,
@@ -194,6 +206,10 @@ class MqttLink:
             timeout=self.settings.connect_timeout_s,
             logger=logging.getLogger(f"{__name__}.paho"),
         )
+        # Acknowledge incoming QoS 1 messages only after on_message has taken them (see _read):
+        # a crash before that makes the broker redeliver them. aiomqtt does not expose this setting.
+        client._client.manual_ack_set(True)
+        return client
 
     def _tls_context(self) -> ssl.SSLContext:
         context = ssl.create_default_context(cafile=self.settings.ca_file)
@@ -217,12 +233,15 @@ class MqttLink:
             writer = asyncio.create_task(self._write(client), name="mqtt-writer")
             try:
                 done, _ = await asyncio.wait({reader, writer}, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    task.result()  # re-raise the connection error, if any
+            except BaseException:
+                _disconnect_with_will(client)
+                raise
             finally:
                 for task in (reader, writer):
                     task.cancel()
                 await asyncio.gather(reader, writer, return_exceptions=True)
-            for task in done:
-                task.result()  # re-raise the connection error, if any
             self._connected = False
             self._notify_connection(False, "disconnected cleanly")
 
@@ -249,6 +268,7 @@ class MqttLink:
             payload = _payload_bytes(message.payload)
             if kind is None or (kind in _SIM_KINDS and not self.simulate):
                 _LOGGER.warning("Ignored message on unexpected topic %s", topic)
+                self._ack_incoming(client, message)
                 continue
             if kind == "command" and len(payload) > self.settings.max_payload_bytes:
                 _LOGGER.warning(
@@ -258,6 +278,14 @@ class MqttLink:
                 self._on_message(kind, payload, received)
             except Exception:
                 _LOGGER.exception("on_message handler failed for %s", topic)
+            finally:
+                self._ack_incoming(client, message)
+
+    @staticmethod
+    def _ack_incoming(client: aiomqtt.Client, message: aiomqtt.Message) -> None:
+        """PUBACK an incoming message (in arrival order, as MQTT requires)."""
+        if message.qos > 0:
+            client._client.ack(message.mid, message.qos)
 
     async def _write(self, client: aiomqtt.Client) -> None:
         while True:

@@ -57,8 +57,10 @@ class LinkSettings:
         self.endpoint()
         if self.keepalive_s < 1:
             raise LinkConfigError(f"keepalive_s must be at least 1, got {self.keepalive_s}")
-        if self.session_expiry_s < 0:
-            raise LinkConfigError(f"session_expiry_s must be >= 0, got {self.session_expiry_s}")
+        if self.session_expiry_s < 3600:
+            raise LinkConfigError(
+                f"session_expiry_s must be at least 3600 (protocol v1), got {self.session_expiry_s}"
+            )
         if not 0 < self.reconnect_min_s <= self.reconnect_max_s:
             raise LinkConfigError(
                 f"need 0 < reconnect_min_s <= reconnect_max_s, got {self.reconnect_min_s}, "

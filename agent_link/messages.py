@@ -180,9 +180,13 @@ class StatusMessage(VersionedMessage):
     boot: int = Field(ge=0)
     """Daemon start counter."""
     state: State | None = None
+    """``asleep``, ``idle``, ``listening``, ``thinking`` or ``speaking``."""
     sleep_allowed: bool | None = None
+    """False while an activity forbids sleeping."""
     language: str | None = None
+    """Session language (e.g. ``en``)."""
     volume: float | None = Field(default=None, ge=0.0, le=1.0)
+    """Output volume in [0, 1]."""
     version: str | None = None
     """Device software version."""
     ts: float | None = None
@@ -204,6 +208,7 @@ class AgentStatus(Message):
     """Retained ``{root}/agent/status``; absent or ``online: false`` = agent unreachable."""
 
     online: bool
+    """Whether the agent is reachable."""
     EXAMPLE: ClassVar[dict[str, Any]] = {"online": True}
 
 
@@ -217,6 +222,7 @@ class SimText(Message):
     """``sim/text`` payload: typed input, becomes a ``transcript`` with ``source: typed``."""
 
     text: str = Field(max_length=MAX_SAY_TEXT_CHARS)
+    """The typed text."""
     EXAMPLE: ClassVar[dict[str, Any]] = {"text": "hello robot"}
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sqlite3
 import threading
@@ -54,9 +55,11 @@ class Outbox:
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(_SCHEMA)
             row = self._db.execute("SELECT last_seq FROM boot_seq WHERE boot = ?", (boot,)).fetchone()
+            (count,) = self._db.execute("SELECT COUNT(*) FROM events").fetchone()
         except (sqlite3.Error, OSError) as err:
             raise OutboxError(f"cannot open outbox {self.path}: {err}") from err
         self._last_seq = int(row[0]) if row else 0
+        self._count = int(count)
 
     @property
     def last_seq(self) -> int:
@@ -84,21 +87,22 @@ class Outbox:
                     self._db.execute(
                         "INSERT OR REPLACE INTO boot_seq (boot, last_seq) VALUES (?, ?)", (self.boot, seq)
                     )
-                    dropped = self._trim()
+                    dropped = self._trim(self._count + 1)
                     self._db.execute("COMMIT")
                 except BaseException:
-                    self._db.execute("ROLLBACK")
+                    with contextlib.suppress(sqlite3.Error):  # SQLite may have rolled back already
+                        self._db.execute("ROLLBACK")
                     raise
             except sqlite3.Error as err:
                 raise OutboxError(f"cannot store {event_type} event in outbox {self.path}: {err}") from err
             self._last_seq = seq
+            self._count += 1 - dropped
         if dropped:
             _LOGGER.warning("Outbox full (%d events): dropped the %d oldest", self.max_events, dropped)
         return event
 
-    def _trim(self) -> int:
-        (count,) = self._db.execute("SELECT COUNT(*) FROM events").fetchone()
-        excess = int(count) - self.max_events
+    def _trim(self, count: int) -> int:
+        excess = count - self.max_events
         if excess <= 0:
             return 0
         self._db.execute(
@@ -121,17 +125,14 @@ class Outbox:
         """The broker acknowledged event ``key``: delete it."""
         with self._lock:
             try:
-                self._db.execute("DELETE FROM events WHERE key = ?", (key,))
+                deleted = self._db.execute("DELETE FROM events WHERE key = ?", (key,)).rowcount
             except sqlite3.Error as err:
                 raise OutboxError(f"cannot delete event {key} from outbox {self.path}: {err}") from err
+            self._count -= max(deleted, 0)
 
     def __len__(self) -> int:
-        with self._lock:
-            try:
-                (count,) = self._db.execute("SELECT COUNT(*) FROM events").fetchone()
-            except sqlite3.Error as err:
-                raise OutboxError(f"cannot read outbox {self.path}: {err}") from err
-        return int(count)
+        """Events not yet acknowledged."""
+        return self._count
 
     def close(self) -> None:
         """Close the database."""

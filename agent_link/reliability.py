@@ -11,19 +11,23 @@ reliability`` and ``tests/reliability``.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import random
 import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
+
+import aiomqtt
 
 from agent_link.harness.client import AgentHarness, HarnessTimeout
 from agent_link.harness.contract import check_contract
 from agent_link.messages import Event
-from agent_link.reliability_broker import Broker
 from agent_link.reliability_daemon import DaemonProcess
+from agent_link.reliability_fuzz import MALFORMED_REASONS, FuzzInput, PayloadFuzzer
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -33,8 +37,26 @@ LONG_REPLY = (
     "Once upon a time a little robot lived by the sea. Every morning it counted the waves, "
     "and every evening it told the gulls what it had counted."
 )
+PWNED_MARKER = "/tmp/robot-face-pwned"
+"""The file hostile fuzz payloads try to create; it must never appear."""
 _STORED = re.compile(r"device\.runtime: → (\w+) #(\d+)")
 _BOOT = re.compile(r"device (\S+) boot (\d+)")
+
+
+class Broker(Protocol):
+    """What the runner needs from a broker (``agent_link.broker.Mosquitto`` fits)."""
+
+    host: str
+    port: int
+
+    @property
+    def url(self) -> str: ...
+
+    def start(self, timeout: float = 10.0) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def kill(self) -> None: ...
 
 
 @dataclass
@@ -232,9 +254,122 @@ class FaultRunner:
         await self.harness.wait_for("transcript", timeout=30, text="are you still there")
         self.report.runs += 1
 
+    async def fuzz(self, count: int, seed: int = 1, duplicate_ratio: float = 0.03) -> list[str]:
+        """Send ``count`` fuzzed commands and sim inputs to the running daemon; check every answer.
+
+        Malformed ones must each get one ``command_rejected`` (invalid / unknown_type /
+        unsupported_version) in order; valid ones are executed once (re-sent duplicates are not),
+        expired ones rejected ``expired``; the daemon must not crash or hang. Returns the problems
+        (also added to the report).
+        """
+        fuzzer = PayloadFuzzer(seed)
+        rng = random.Random(seed)
+        await self.ensure_awake()
+        self.harness.mark()
+        topics = self.harness.topics
+        channel_topic = {
+            "command": topics.command,
+            "sim/text": topics.sim_text,
+            "sim/audio": topics.sim_audio,
+            "sim/tap": topics.sim_tap,
+        }
+        sent: list[FuzzInput] = []
+        duplicates = 0
+        valid_sent: list[FuzzInput] = []
+        sentinel = f"fuzz-sentinel-{seed}-{rng.randrange(1 << 30):x}"
+        async with aiomqtt.Client(
+            self.broker.host, self.broker.port, identifier=f"fuzzer-{sentinel}",
+            protocol=aiomqtt.ProtocolVersion.V5,
+        ) as client:  # fmt: skip
+            for i, item in enumerate(fuzzer.inputs(count, time.time())):
+                if i % 150 == 0:
+                    await client.publish(topics.sim_tap, b"{}", qos=1)  # wake it if a [sleep] tag put it to sleep
+                await client.publish(channel_topic[item.channel], item.payload, qos=1)
+                sent.append(item)
+                if item.command is not None:
+                    valid_sent.append(item)
+                    if rng.random() < duplicate_ratio:
+                        await client.publish(topics.command, item.payload, qos=1)  # same id: runs once
+                        duplicates += 1
+            end = json.dumps({"v": 1, "type": "no_such_type", "id": sentinel}).encode()
+            await client.publish(topics.command, end, qos=1)
+            await self.harness.wait_for("command_rejected", timeout=120 + count / 20, command=sentinel)
+            await client.publish(topics.command, json.dumps({"v": 1, "type": "stop", "id": sentinel + "-stop"}).encode(), qos=1)
+        await asyncio.sleep(2.0)  # the stop's interrupted finishes
+        self.report.faults["fuzzed input"] += len(sent) + duplicates
+        problems = self._check_fuzz(sent, valid_sent, sentinel)
+        c = self.report.fuzz
+        c["sent"] += len(sent) + duplicates
+        c["malformed"] += sum(1 for item in sent if item.malformed)
+        c["valid commands"] += len(valid_sent)
+        c["duplicates re-sent"] += duplicates
+        c["commands"] += sum(1 for item in sent if item.channel == "command")
+        c["sim inputs"] += sum(1 for item in sent if item.channel != "command")
+        self.report.runs += 1
+        self.report.violations.extend(problems)
+        return problems
+
+    def _check_fuzz(self, sent: list[FuzzInput], valid: list[FuzzInput], sentinel: str) -> list[str]:
+        problems: list[str] = []
+        events = self.harness.since()
+        rejections = [
+            ev for ev in events if ev.type == "command_rejected" and not str(ev.command).startswith(sentinel)
+        ]
+        valid_ids = {item.command.id for item in valid if item.command is not None}
+        answered = [ev for ev in rejections if ev.command not in valid_ids]
+        malformed = [item for item in sent if item.malformed]
+        self.report.fuzz["rejected malformed"] += len(answered)
+        if len(answered) != len(malformed):
+            problems.append(f"{len(malformed)} malformed inputs but {len(answered)} command_rejected for them")
+        for ev, item in zip(answered, malformed, strict=False):
+            if ev.reason not in MALFORMED_REASONS or not ev.detail:
+                problems.append(f"malformed {item.channel} {item.payload[:60]!r} answered by {ev.reason}: {ev.detail!r}")
+        per_id = Counter(ev.command for ev in rejections if ev.command in valid_ids)
+        problems += [f"command {cid} rejected {n} times" for cid, n in per_id.items() if n > 1]
+        reasons = {ev.command: ev.reason for ev in rejections if ev.command in valid_ids}
+        finished = {ev.say for ev in events if ev.type == "playback_finished"}
+        sent_at = time.time()
+        expected: dict[str, Any] = {}
+        executed = 0
+        for item in valid:
+            cmd = item.command
+            assert cmd is not None
+            expired = cmd.expires_at is not None and cmd.expires_at < sent_at
+            if expired:
+                if reasons.get(cmd.id) != "expired":
+                    problems.append(f"expired command {cmd.id} not rejected 'expired' (got {reasons.get(cmd.id)})")
+                if getattr(cmd, "say", None) in finished:
+                    problems.append(f"expired say {cmd.id} was played")
+                continue
+            if cmd.type == "say":
+                if cmd.id not in reasons and cmd.say not in finished:  # type: ignore[attr-defined]
+                    problems.append(f"valid say {cmd.id} neither played nor rejected")
+                executed += cmd.id not in reasons
+            elif cmd.type == "sleep_allowed":
+                expected["sleep_allowed"] = cmd.value  # type: ignore[attr-defined]
+            elif cmd.type == "config" and cmd.volume is not None:  # type: ignore[attr-defined]
+                expected["volume"] = cmd.volume  # type: ignore[attr-defined]
+        self.report.fuzz["says executed"] += executed
+        status = self.harness.status
+        for key, value in expected.items():
+            if status is None or getattr(status, key) != value:
+                problems.append(f"after fuzzing status {key}={getattr(status, key, None)!r}, last valid command set {value!r}")
+        if not self.daemon.running:
+            problems.append("daemon died during fuzzing")
+        tracebacks = self.daemon.count("Traceback")
+        if tracebacks:
+            problems.append(f"daemon logged {tracebacks} traceback(s) during fuzzing")
+        if Path(PWNED_MARKER).exists():
+            problems.append(f"a payload created {PWNED_MARKER}: something was executed")
+        return problems
+
     # ---- verdict -----------------------------------------------------------------------------------
     def verify(self, allow_open: bool = False) -> list[str]:
-        """Check everything received so far; add counts and violations to the report."""
+        """Check everything received so far; add counts and violations to the report.
+
+        ``allow_open``: utterances left open by a killed boot are reported in :meth:`open_utterances`
+        instead of as violations (the daemon does not yet close them after a restart).
+        """
         problems = [str(v) for v in check_contract(self.harness.events, allow_open=allow_open)]
         problems += [f"invalid payload from device on {b.topic}: {b.error}" for b in self.harness.bad]
         received = {(ev.boot, ev.seq) for ev in self.harness.events}
@@ -246,6 +381,11 @@ class FaultRunner:
         self.report.lost += len(missing)
         self.report.violations.extend(problems)
         return problems
+
+    def open_utterances(self) -> list[Event]:
+        """``speech_started`` events never closed by a ``transcript`` or ``utterance_failed``."""
+        closed = {ev.utterance for ev in self.harness.events if ev.type in ("transcript", "utterance_failed")}
+        return [ev for ev in self.harness.events if ev.type == "speech_started" and ev.utterance not in closed]
 
     def _check_commands(self, events: list[Event]) -> list[str]:
         problems: list[str] = []

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 _SENTENCE_END = re.compile(r"[.!?…]+[\"'”’)\]]*(?=\s)|\n+")
 _CLAUSE_END = re.compile(r"[,;:]+[\"'”’)\]]*(?=\s)|\s[—–-]+(?=\s)|[—–](?=\S)")
+_EDGE_END = re.compile(r"(?<=[^\W\d_])[.!?…,;:]+[\"'”’)\]]*$")
 _SPACE = re.compile(r"\s+")
 _ABBREVIATIONS = frozenset(
     {"mr", "mrs", "ms", "dr", "prof", "st", "vs", "jr", "sr", "e.g", "i.e", "etc", "approx", "no", "fig"}
@@ -89,7 +90,24 @@ class SentenceSplitter:
             sentence_end = match.group().startswith("\n") or not self._is_abbreviation(rest, match.start())
             if sentence_end and is_speakable(rest[:end]):
                 return self._limit(rest[:end], base) or base + end
-        return self._limit(rest, base)
+        return self._limit(rest, base) or self._first_at_edge(rest, base)
+
+    def _first_at_edge(self, rest: str, base: int) -> int | None:
+        """First piece only: punctuation right after a letter at the end of the text so far ends it
+        without waiting for the next chunk ("Sure," / "Hi!"; not "1," which may become "1,000")."""
+        if self._count != 0:
+            return None
+        match = _EDGE_END.search(rest)
+        if match is None or not is_speakable(rest[: match.start()]):
+            return None
+        mark = match.group()[0]
+        if mark == "." and self._is_abbreviation(rest, match.start()):
+            return None
+        if mark in ",;:":
+            words = len(_SPACE.split(rest[: match.start()].strip()))
+            if self._first_clause_min_words <= 0 or words < self._first_clause_min_words:
+                return None
+        return base + len(rest)
 
     def _limit(self, candidate: str, base: int) -> int | None:
         """A clause cut inside ``candidate`` for the first piece or an over-long sentence."""

@@ -180,6 +180,7 @@ class StreamSink:
         """Start pulling from ``render``."""
         self._render = render
         self._report = report
+        self.last_callback = time.monotonic()
         self._stream = self._make_stream()
         self._latency = float(getattr(self._stream, "latency", 0.0) or 0.0)
         self._stream.start()

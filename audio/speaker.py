@@ -105,9 +105,17 @@ class Speaker:
         self._worker.start()
 
     async def aclose(self) -> None:
-        """Stop speaking, close the sink and the worker."""
+        """Stop speaking (every open reply gets its interrupted finish), close the sink and the worker."""
         self.stop()
+        deadline = time.monotonic() + 0.5
+        while self._queue.busy and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)  # let the stop fade reach the output
         await asyncio.to_thread(self._sink.close)
+        now = time.time()
+        for reply in list(self._replies.values()):
+            self._schedule(now, PlaybackFinished(say=reply.say, interrupted=True, ts=now))
+        self._replies.clear()
+        self._by_say.clear()
         if self._worker is not None:
             self._jobs.put(None)
             await asyncio.to_thread(self._worker.join, 5.0)
@@ -270,7 +278,10 @@ class Speaker:
         marks = self._queue.render(out)
         if marks and self._loop is not None:
             rate = self._queue.rate or 1
-            self._loop.call_soon_threadsafe(self._on_marks, marks, t0, rate)
+            try:
+                self._loop.call_soon_threadsafe(self._on_marks, marks, t0, rate)
+            except RuntimeError:  # loop closed while the output still runs
+                _LOGGER.debug("playback marks dropped: event loop closed")
         return marks
 
     def _report_problem(self, ok: bool, detail: str) -> None:

@@ -38,13 +38,20 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--face", metavar="RENDERER", help="face renderer: terminal, browser, pygame or none")
     parser.add_argument("--log-level", metavar="LEVEL", help="DEBUG, INFO, WARNING or ERROR")
+    parser.add_argument(
+        "--set",
+        metavar="SECTION.KEY=VALUE",
+        action="append",
+        default=[],
+        help="override any config key, e.g. --set button.backend=keyboard (VALUE as TOML, else a string)",
+    )
 
 
 def config_from_args(args: argparse.Namespace) -> object:
     """Load the configuration with the command-line overrides (raises ConfigError)."""
-    from device.config import load_config
+    from device.config import ConfigError, load_config
 
-    overrides = {
+    overrides: dict[str, object] = {
         "broker": args.broker,
         "device_id": args.device_id,
         "state_dir": args.state_dir,
@@ -52,7 +59,22 @@ def config_from_args(args: argparse.Namespace) -> object:
         "face.renderer": getattr(args, "face", None),
         "device.log_level": getattr(args, "log_level", None),
     }
+    for item in getattr(args, "set", []):
+        key, sep, raw = item.partition("=")
+        if not sep or "." not in key:
+            raise ConfigError("--set", f"expected SECTION.KEY=VALUE, got {item!r}")
+        overrides[key.strip()] = _toml_literal(raw.strip())
     return load_config(args.config, overrides)
+
+
+def _toml_literal(raw: str) -> object:
+    """Parse a TOML value (``3``, ``true``, ``"x"``, ``[..]``); anything else is a plain string."""
+    import tomllib
+
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
 
 
 def _run(args: argparse.Namespace) -> int:

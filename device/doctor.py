@@ -162,12 +162,13 @@ def check_broker(
             lines = Path(password_file).read_text(encoding="utf-8").splitlines()
             password = lines[0] if lines else ""
         except OSError as exc:
-            return CheckResult(
-                name,
-                "fail",
-                f"cannot read mqtt.password_file {password_file}: {exc}",
-                "create the file (chmod 0640, group robot-face) or fix mqtt.password_file",
+            fix = (
+                "outside the service the credential is not there: run the doctor through systemd-run "
+                "with LoadCredential= (docs/deploy.md, step 4)"
+                if password_file.startswith("/run/credentials/")
+                else "create the file (readable by robot-face only) or fix mqtt.password_file"
             )
+            return CheckResult(name, "fail", f"cannot read mqtt.password_file {password_file}: {exc}", fix)
     client = mqtt.Client(
         mqtt.CallbackAPIVersion.VERSION2, client_id=f"robot-face-doctor-{os.getpid()}", protocol=mqtt.MQTTv5
     )
@@ -195,7 +196,7 @@ def check_broker(
             name,
             "fail",
             f"cannot reach {where}: {type(exc).__name__}: {exc}",
-            "check mqtt.broker, the network and firewall (try: mosquitto_sub -h HOST -p PORT -t '#' -C 1 -d)",
+            f"check mqtt.broker, the network and firewall (try: mosquitto_sub -h {host} -p {port} -t '#' -d)",
         )
     finally:
         client.disconnect()
@@ -246,9 +247,11 @@ def check_clock() -> CheckResult:
     return CheckResult(name, "warn", "not synchronised: timestamps and TLS certificates may be wrong", fix)
 
 
-def check_button(settings: ButtonSettings) -> CheckResult:
+def check_button(settings: ButtonSettings, simulate: bool = False) -> CheckResult:
     """The configured button backend can start here (claims and releases the pin/device)."""
     name = f"button ({settings.backend})"
+    if settings.backend == "none" and simulate:
+        return CheckResult(name, "note", "not needed (simulation: taps arrive on sim/tap)")
     if settings.backend == "none":
         return CheckResult(
             name,
@@ -290,7 +293,7 @@ def run_checks(
     deep: bool = False,
     stt_model: str = "",
     voice: str = "",
-    need_microphone: bool = True,
+    simulate: bool = False,
     need_speaker: bool = True,
     ca_file: str | None = None,
     cert_file: str | None = None,
@@ -298,10 +301,14 @@ def run_checks(
     tls_insecure: bool = False,
     broker_timeout_s: float = 5.0,
 ) -> list[CheckResult]:
-    """Run every check; never raises for a missing part (each check reports it)."""
+    """Run every check; never raises for a missing part (each check reports it).
+
+    ``simulate``: no microphone and no button needed; ``need_speaker`` false when speech goes to a
+    WAV/null sink.
+    """
     results = [check_state_dir(state_dir)]
     mic_index = speaker_index = None
-    if need_microphone:
+    if not simulate:
         mic, mic_index = check_audio_device("input", input_device, "hearing.input_device")
         results.append(mic)
     else:
@@ -328,7 +335,7 @@ def run_checks(
         )
     )
     results.append(check_clock())
-    results.append(check_button(button))
+    results.append(check_button(button, simulate=simulate))
     return results
 
 
@@ -346,7 +353,7 @@ def check_config(config: Config, deep: bool = False) -> list[CheckResult]:
         deep=deep,
         stt_model=config.hearing.stt_model,
         voice=config.speaking.voice,
-        need_microphone=not simulate,
+        simulate=simulate,
         need_speaker=not simulate and config.speaking.sink == "sounddevice",
         ca_file=config.mqtt.ca_file,
         cert_file=config.mqtt.cert_file,

@@ -7,13 +7,14 @@ EXTRAS="${1:-dev}"
 PY="${PYTHON:-python3}"
 
 # System packages: mosquitto (private broker), libportaudio2 (sounddevice), chromium (browser face tests),
-# espeak-ng + sox (speech test sets).
+# espeak-ng + sox (speech test sets), shellcheck (lints the install scripts).
 need=()
 command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ] || need+=(mosquitto)
 ldconfig -p 2>/dev/null | grep -q libportaudio.so.2 || need+=(libportaudio2)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v espeak-ng >/dev/null 2>&1 || need+=(espeak-ng)
 command -v sox >/dev/null 2>&1 || need+=(sox)
+command -v shellcheck >/dev/null 2>&1 || need+=(shellcheck)
 if [ ${#need[@]} -gt 0 ]; then
   echo "bootstrap: installing system packages: ${need[*]}"
   if [ "$(id -u)" = 0 ]; then SUDO=""; elif command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else

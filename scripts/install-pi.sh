@@ -116,6 +116,10 @@ if [ "$APT" = 1 ]; then
     say "Debian packages"
     pkgs="python3 python3-venv python3-dev libportaudio2 curl ca-certificates"
     [ "$MQTT_TOOLS" = 1 ] && pkgs="$pkgs mosquitto-clients"
+    # Raspberry Pi OS ships liblgpio: lets pip build the lgpio module when there is no wheel.
+    if command -v apt-cache >/dev/null && apt-cache show liblgpio-dev >/dev/null 2>&1; then
+        pkgs="$pkgs swig liblgpio-dev"
+    fi
     if [ "$KIOSK" = 1 ]; then
         browser=chromium
         if command -v apt-cache >/dev/null && apt-cache show chromium-browser >/dev/null 2>&1 \

@@ -180,8 +180,7 @@ class DemoDriver:
             if ended is not None:
                 turn.end_to_transcript_ms = (closing.ts - ended.ts) * 1000
             poor = closing.confidence < 0.4
-            turn.outcome = "heard poorly: not acted on" if poor else "heard"
-            self._log(f"  transcript {closing.text!r} confidence {closing.confidence:.2f}")
+            turn.outcome = "heard poorly, not acted on" if poor else "heard"
         await asyncio.sleep(0.5)
         if len(self.agent.replies) > replies_before:
             reply = self.agent.replies[replies_before]
@@ -236,7 +235,7 @@ class DemoDriver:
         lines = ["", "Demo summary:"]
         for i, t in enumerate(self.result.turns, 1):
             conf = f" ({t.confidence:.2f})" if t.confidence is not None else ""
-            heard = f" heard {t.heard!r}{conf}" if t.heard else ""
+            heard = f": {t.heard!r}{conf}" if t.heard else ""
             lines.append(f"  {i}. {t.line.kind:<6} {t.line.text!r}: {t.outcome}{heard}")
         stt = [t.end_to_transcript_ms for t in self.result.turns if t.end_to_transcript_ms is not None]
         tts = [t.reply_to_audio_ms for t in self.result.turns if t.reply_to_audio_ms is not None]

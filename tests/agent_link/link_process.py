@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 
 from agent_link.link import MqttLink
@@ -20,6 +21,8 @@ async def _main(args: argparse.Namespace) -> None:
     outbox = Outbox(args.outbox, args.device, args.boot)
 
     def on_message(kind: str, payload: bytes, ts: float) -> None:
+        if args.crash_on_command and kind == "command":
+            os._exit(3)  # die while handling it, before it could be acknowledged
         print(f"MSG {kind} {payload.decode(errors='replace')}", flush=True)
 
     def on_connection(connected: bool, detail: str) -> None:
@@ -40,6 +43,7 @@ def main() -> None:
     parser.add_argument("--boot", type=int, required=True)
     parser.add_argument("--outbox", required=True)
     parser.add_argument("--events", type=int, default=0)
+    parser.add_argument("--crash-on-command", action="store_true")
     logging.basicConfig(level=logging.INFO, stream=sys.stderr)
     asyncio.run(_main(parser.parse_args()))
 

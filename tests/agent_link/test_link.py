@@ -87,9 +87,12 @@ async def running(
             await r.task
 
 
-def _spawn(broker: Mosquitto, outbox: Path, boot: int, events: int = 0) -> subprocess.Popen[str]:
+def _spawn(
+    broker: Mosquitto, outbox: Path, boot: int, events: int = 0, crash_on_command: bool = False
+) -> subprocess.Popen[str]:
     cmd = [sys.executable, "-m", "tests.agent_link.link_process", "--port", str(broker.port)]
     cmd += ["--device", DEVICE, "--boot", str(boot), "--outbox", str(outbox), "--events", str(events)]
+    cmd += ["--crash-on-command"] if crash_on_command else []
     return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 
 
@@ -106,7 +109,8 @@ def _wait_line(proc: subprocess.Popen[str], wanted: str, timeout: float = 15.0) 
 
 
 def _kill9(proc: subprocess.Popen[str]) -> None:
-    os.kill(proc.pid, signal.SIGKILL)
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=10)
     if proc.stdout:
         proc.stdout.close()
@@ -352,3 +356,41 @@ async def test_shutdown_without_broker_does_not_hang(mosquitto: Mosquitto, tmp_p
         await task
     assert len(outbox) == 1  # kept for the next start
     assert not r.link.connected and all(not c for c, _ in r.connections)
+
+
+async def test_cancelled_link_leaves_with_the_will(mosquitto: Mosquitto, tmp_path: Path) -> None:
+    """Without shutdown() (task cancelled), the broker still publishes the Will: no stale online:true."""
+    outbox = Outbox(tmp_path / "outbox.db", DEVICE, 6)
+    r = Running(mosquitto, outbox, 6)
+    async with agent(mosquitto, [T.status]) as observer:
+        task = asyncio.create_task(r.link.run())
+        await r.wait_connected()
+        await observer.wait_for(lambda: any(p.get("online") for p in observer.payloads(T.status)))
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await observer.wait_for(lambda: observer.payloads(T.status)[-1].get("online") is False)
+    assert await read_retained(mosquitto, T.status) == {"v": 1, "online": False, "boot": 6}
+
+
+async def test_command_is_redelivered_if_the_device_dies_while_handling_it(
+    mosquitto: Mosquitto, tmp_path: Path
+) -> None:
+    """Incoming commands are acknowledged only after on_message took them (manual PUBACK)."""
+    proc = _spawn(mosquitto, tmp_path / "outbox.db", boot=1, crash_on_command=True)
+    try:
+        _wait_line(proc, "CONNECTED")
+        async with agent(mosquitto, []) as ag:
+            await ag.publish(T.command, _cmd(1))
+        assert await asyncio.to_thread(proc.wait, 10) == 3
+    finally:
+        _kill9(proc)
+    outbox = Outbox(tmp_path / "outbox.db", DEVICE, 2)
+    async with running(mosquitto, outbox, boot=2) as r:
+        await r.wait_for(lambda: len(r.messages) >= 1)
+        assert r.messages == [("command", _cmd(1))]
+
+
+def test_session_expiry_below_the_contract_minimum_is_refused() -> None:
+    with pytest.raises(LinkConfigError, match="3600"):
+        LinkSettings(session_expiry_s=60)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+import yaml
 
 from agent_link import messages
 from agent_link.messages import (
@@ -26,7 +27,7 @@ from agent_link.messages import (
     decode_status,
     make_event,
 )
-from agent_link.schema import json_schema, message_classes, stale_docs
+from agent_link.schema import asyncapi_document, json_schema, message_classes, stale_docs
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
@@ -88,6 +89,32 @@ def test_json_schema_validates_example_and_rejects_wrong_type(cls: type[Message]
 
 def test_committed_docs_match_the_generator() -> None:
     assert stale_docs(DOCS) == [], "run: robot-face schema"
+
+
+def test_asyncapi_refs_resolve_and_cover_every_message() -> None:
+    doc = asyncapi_document()
+    assert doc["asyncapi"].startswith("3.")
+    refs: list[str] = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            refs.extend(v for k, v in node.items() if k == "$ref")
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(doc)
+    for ref in refs:
+        target: object = doc
+        for part in ref.removeprefix("#/").split("/"):
+            assert isinstance(target, dict) and part in target, ref
+            target = target[part]
+    event_messages = doc["channels"]["event"]["messages"]
+    command_messages = doc["channels"]["command"]["messages"]
+    assert len(event_messages) == len(EVENT_TYPES) and len(command_messages) == len(COMMAND_TYPES)
+    assert yaml.safe_load((DOCS / "asyncapi.yaml").read_text()) == json.loads(json.dumps(doc))
 
 
 def test_unknown_fields_are_tolerated() -> None:

@@ -32,9 +32,19 @@ def test_first_clause_is_split_at_comma_then_sentences() -> None:
 def test_unfinished_sentence_waits_for_more_text() -> None:
     s = SentenceSplitter(first_clause_min_words=0)
     assert s.feed("Hello there") == []
-    assert s.feed(" friend.") == []  # the '.' might still be "3.5" - wait for what follows
-    assert _texts(s.feed(" How")) == ["Hello there friend."]
+    assert _texts(s.feed(" friend.")) == ["Hello there friend."]  # first piece: a letter, then '.'
+    assert s.feed(" It costs 3.") == []  # later pieces wait for what follows ("3.5")
+    assert s.feed("5 euros, fine") == []
+    assert _texts(s.feed(" thanks. How")) == ["It costs 3.5 euros, fine thanks."]
     assert _texts(s.feed(" are you", final=True)) == ["How are you"]
+
+
+def test_first_piece_does_not_wait_for_the_next_chunk() -> None:
+    assert _texts(SentenceSplitter().feed("Sure,")) == ["Sure,"]
+    assert SentenceSplitter().feed("It is 1,") == []  # may become "1,000"
+    assert SentenceSplitter().feed("Ask Mr.") == []
+    assert SentenceSplitter(first_clause_min_words=2).feed("Sure,") == []
+    assert _texts(SentenceSplitter(first_clause_min_words=0).feed("Hi!")) == ["Hi!"]
 
 
 def test_first_clause_needs_min_words() -> None:

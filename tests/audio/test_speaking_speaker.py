@@ -279,3 +279,14 @@ async def test_bad_voice_is_a_clear_error_and_the_old_voice_stays(
         assert speaker.voice_path == model
     finally:
         await speaker.aclose()
+
+
+async def test_aclose_finishes_open_replies(speaking_voice: Any) -> None:
+    rec = Recorder()
+    speaker = await _speaker(NullSink(), rec)
+    speaker.speak("open", "This reply never gets, its final chunk", final=False)
+    await rec.first(PlaybackStarted)
+    speaker.speak("next", "Queued.", final=True)
+    await speaker.aclose()
+    assert [type(e) for e in rec.of("open")][-1] is PlaybackFinished
+    assert [(type(e), e.interrupted) for e in rec.of("next")] == [(PlaybackFinished, True)]  # type: ignore[union-attr]

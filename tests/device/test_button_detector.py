@@ -82,9 +82,13 @@ def test_pure_chatter_never_makes_a_press(gaps: list[float]) -> None:
     assert out == []
 
 
-@given(st.lists(st.floats(min_value=DEBOUNCE * 1.01, max_value=1.0), min_size=2, max_size=20))
+_CLEAR_DURATIONS = st.floats(min_value=DEBOUNCE * 1.01, max_value=1.0).filter(lambda d: abs(d - 0.6) > 1e-6)
+
+
+@given(st.lists(_CLEAR_DURATIONS, min_size=2, max_size=20))
 def test_clean_presses_each_emit_exactly_once(durations: list[float]) -> None:
-    """Alternating press/release periods longer than debounce: one tap or long per press period."""
+    """Alternating press/release periods longer than debounce: one tap or long per press period
+    (durations within float rounding of the threshold are left out)."""
     det = PressDetector(DEBOUNCE, 0.6)
     det.reset(False, 0.0)
     ts, out, expected = 1.0, [], []

@@ -199,6 +199,7 @@ def test_clock_on_this_machine_does_not_crash() -> None:
 # ---- button ------------------------------------------------------------------------------------------
 def test_button_checks() -> None:
     assert check_button(ButtonSettings()).status == "warn"
+    assert check_button(ButtonSettings(), simulate=True).status == "note"
     assert check_button(ButtonSettings(backend="keyboard")).status == "warn"
     gpio = check_button(ButtonSettings(backend="gpio"))
     assert gpio.status == "fail" and "lgpio" in gpio.detail
@@ -257,6 +258,7 @@ def test_cli_simulated_device_passes(
     by_name = {r["name"]: r for r in results}
     assert by_name["microphone"]["status"] == "note"
     assert by_name["broker"]["status"] == "ok"
+    assert by_name["button (none)"]["status"] == "note"
 
 
 @pytest.mark.skipif(_portaudio_devices() > 0, reason="this machine has audio devices")

@@ -32,6 +32,7 @@ def test_service_is_notify_with_watchdog_and_restart_back_off() -> None:
     assert _one(svc, "WatchdogSec") == "30s"
     assert _one(svc, "Restart") == "on-failure"
     assert _one(svc, "RestartSec") == "5s"
+    assert _one(svc, "RestartPreventExitStatus") == "2"  # device.cli: ConfigError exits 2
     assert int(_one(unit["Unit"], "StartLimitBurst")) >= 3
     assert _one(unit["Unit"], "StartLimitIntervalSec")
     assert _one(svc, "ExecStart") == (
