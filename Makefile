@@ -23,7 +23,7 @@ pytest:
 	$(VENV)/pytest -q -p no:cacheprovider
 
 docs: bootstrap
-	$(VENV)/robot-face config > docs/config.example.toml
+	$(VENV)/robot-face config > systemd/config.example.toml
 	$(VENV)/robot-face schema --out docs
 
 install:
