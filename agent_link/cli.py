@@ -10,7 +10,6 @@ from pathlib import Path
 
 from agent_link.messages import decode_command
 from agent_link.outbox import Outbox
-from agent_link.schema import stale_docs, write_docs
 
 DEFAULT_DOCS = Path(__file__).resolve().parent.parent / "docs"
 
@@ -28,6 +27,8 @@ def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction)
 
 
 def _schema(args: argparse.Namespace) -> int:
+    from agent_link.schema import stale_docs, write_docs  # needs PyYAML: imported only here
+
     docs: Path = args.docs
     if args.check:
         stale = stale_docs(docs)

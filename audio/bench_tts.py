@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -108,10 +109,12 @@ async def _bench(runs: int, rate: int, threads: int, word_ms: float) -> dict[str
 
 
 def run_bench(
-    runs: int = 5, rate: int = 48000, threads: int = 2, word_ms: float = 15.0, as_json: bool = False
+    runs: int = 5, rate: int = 48000, threads: int = 1, word_ms: float = 15.0, as_json: bool = False
 ) -> int:
     """Run the benchmark and print a table; returns an exit code."""
+    load_before = os.getloadavg()[0]
     results = asyncio.run(_bench(runs, rate, threads, word_ms))
+    print(f"load average (1 min) before/after: {load_before:.1f} / {os.getloadavg()[0]:.1f}")
     print(
         f"bench tts: {runs} runs/reply, output {rate} Hz, {threads} onnx threads, words {word_ms:.0f} ms apart"
     )

@@ -50,8 +50,9 @@ class SpeakingSettings:
     """PortAudio output latency for the sounddevice sink: "low", "high" or seconds, e.g. "0.05".
     Default "low"."""
 
-    tts_threads: int = 2
-    """onnxruntime intra-op threads for Piper synthesis. Default 2."""
+    tts_threads: int = 1
+    """onnxruntime intra-op threads for Piper synthesis. Default 1 (on a busy 2-core machine 2 threads
+    were slower: see ``robot-face bench tts --threads``)."""
 
     first_clause_min_words: int = 1
     """The first piece of a reply may end at a comma/semicolon/colon once it has this many words, so

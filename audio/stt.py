@@ -156,16 +156,15 @@ class WhisperTranscriber:
 
     # ---- decoding ------------------------------------------------------------------------------
     def _mel(self, samples: FloatArray, frames: int) -> FloatArray:
-        fe = self.model.feature_extractor
-        need = frames * fe.hop_length + fe.n_fft
-        padded = np.zeros(max(need, len(samples) + fe.n_fft), dtype=np.float32)
-        padded[: len(samples)] = samples
-        mel = fe(padded, padding=0)
+        """Log-mel of the audio, zero-padded (in the normalised mel domain) to ``frames`` frames.
+
+        This is how faster-whisper pads to 30 s (``pad_or_trim``); padding with the mel of digital
+        silence instead makes short windows repeat the sentence over and over.
+        """
+        mel = self.model.feature_extractor(samples)[:, :-1]
         out = np.zeros((mel.shape[0], frames), dtype=np.float32)
         take = min(frames, mel.shape[1])
         out[:, :take] = mel[:, :take]
-        if take < frames:  # only when the padding math fell short: repeat the silence level
-            out[:, take:] = mel[:, -1:]
         return np.ascontiguousarray(out)
 
     def _window_frames(self, n_samples: int) -> int:

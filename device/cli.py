@@ -20,6 +20,8 @@ PART_COMMANDS = (
     "device.cli_hw",
     "agent_link.cli",
     "agent_link.harness.cli",
+    "agent_link.demo_launcher",
+    "agent_link.fleet_cli",
 )
 """Modules with ``register(sub, bench)`` adding their subcommands."""
 

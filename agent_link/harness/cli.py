@@ -37,7 +37,14 @@ def _list(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from agent_link.harness.client import AgentHarness
     from agent_link.harness.runner import run_named, shell_restart
+    from agent_link.harness.scenario import select
     from agent_link.harness.user_voice import UserVoice
+
+    try:
+        select(args.scenarios)
+    except KeyError as err:
+        print(f"robot-face harness run: {err.args[0]}")
+        return 2
 
     async def main() -> int:
         voice = None if args.no_voice else await asyncio.to_thread(UserVoice.load)
@@ -51,14 +58,12 @@ def _run(args: argparse.Namespace) -> int:
                 voice=voice,
                 timeout=args.timeout,
                 skip_restarts=args.skip_restarts,
+                manual_tap=args.manual_tap,
             )
         return 0 if results and all(r.ok for r in results) else 1
 
     try:
         return asyncio.run(main())
-    except KeyError as err:
-        print(f"robot-face harness run: {err.args[0]}")
-        return 2
     except ConnectionError as err:
         print(f"robot-face harness run: {err}")
         return 2
@@ -112,7 +117,7 @@ def _demo(args: argparse.Namespace) -> int:
         return 2
 
 
-def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:
     """Add ``robot-face harness {list,run,console,companion,demo}``."""
     harness = sub.add_parser("harness", help="play the agent's side: console, scenarios, companion, demo")
     hsub = harness.add_subparsers(dest="harness_command", metavar="WHAT", required=True)
@@ -127,6 +132,9 @@ def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction)
     p.add_argument("--restart-cmd", help="shell command that restarts the device (restart scenario)")
     p.add_argument("--skip-restarts", action="store_true", help="skip scenarios that restart the device")
     p.add_argument("--no-voice", action="store_true", help="do not load Piper; voice scenarios skip")
+    p.add_argument(
+        "--manual-tap", action="store_true", help="real device: ask the person to tap (no sim/tap)"
+    )
     p.set_defaults(func=_run)
 
     p = hsub.add_parser("console", help="interactive agent console: type replies, /stop, /sleep, /tap ...")

@@ -361,8 +361,10 @@ class AgentHarness:
                 return index
         return None
 
-    async def wait_for(self, spec: EventSpec, timeout: float = 10.0, **fields: Any) -> Event:
+    async def wait_for(self, spec: EventSpec, timeout: float = 10.0, **fields: Any) -> Any:
         """The first unconsumed event since ``mark()`` matching ``spec`` and ``fields``; consumes it.
+
+        Returns an ``Event`` (typed ``Any`` so callers read the fields of the type they waited for).
 
         ``spec`` is an event type, a predicate, or ``(type, {field: value})``; a field value may be
         a predicate on the field. Raises :class:`HarnessTimeout` after ``timeout`` seconds.
@@ -379,7 +381,7 @@ class AgentHarness:
                     f"arrived since mark:\n{describe_all(self.since())}{self._status_line()}"
                 )
 
-    async def wait_many(self, specs: Sequence[EventSpec], timeout: float = 10.0) -> list[Event]:
+    async def wait_many(self, specs: Sequence[EventSpec], timeout: float = 10.0) -> list[Any]:
         """``wait_for`` each spec in turn, sharing one deadline."""
         deadline = time.monotonic() + timeout
         return [await self.wait_for(s, max(0.0, deadline - time.monotonic())) for s in specs]

@@ -23,7 +23,7 @@ from agent_link.harness.companion import CompanionAgent, make_brain
 from agent_link.harness.companion_settings import CompanionSettings
 from agent_link.harness.matching import describe
 from agent_link.harness.user_voice import UserVoice
-from agent_link.messages import Event, StatusMessage
+from agent_link.messages import SpeechEndedEvent, StatusMessage
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ class DemoDriver:
             self._log(f"← {describe(item)}")
 
     def _pending(self) -> list[str]:
-        done = {e.say for e in self.h.events if e.type == "playback_finished"}
+        done: set[str | None] = {e.say for e in self.h.events if e.type == "playback_finished"}
         done |= {e.command for e in self.h.events if e.type == "command_rejected"}
         return [r.say for r in self.agent.replies if r.say not in done]
 
@@ -174,7 +174,11 @@ class DemoDriver:
         else:
             turn.heard, turn.confidence = closing.text, closing.confidence
             ended = next(
-                (e for e in self.h.events[start:] if e.type == "speech_ended" and e.utterance == closing.utterance),
+                (
+                    e
+                    for e in self.h.events[start:]
+                    if isinstance(e, SpeechEndedEvent) and e.utterance == closing.utterance
+                ),
                 None,
             )
             if ended is not None:
@@ -199,7 +203,8 @@ class DemoDriver:
         except HarnessTimeout:
             self.result.problems.append("a sleep during the activity was not ignored (no sleep_ignored)")
 
-    async def _utterance_outcome(self, start: int, timeout: float) -> Event | None:
+    async def _utterance_outcome(self, start: int, timeout: float) -> Any:
+        """The ``transcript``/``utterance_failed`` closing the first utterance heard, or ``None``."""
         deadline = time.monotonic() + timeout
         utterance = None
         while time.monotonic() < deadline or utterance is not None:
@@ -247,8 +252,10 @@ class DemoDriver:
             lines.append(
                 f"  reply sent → first audio:   median {statistics.median(tts):.0f} ms, max {max(tts):.0f} ms"
             )
-        lines.append(f"  {len(self.result.turns)} user turns, {len(self.h.since())} events, "
-                     f"{self.result.seconds:.0f} s")
+        lines.append(
+            f"  {len(self.result.turns)} user turns, {len(self.h.since())} events, "
+            f"{self.result.seconds:.0f} s"
+        )
         if self.result.problems:
             lines.append("  PROBLEMS:")
             lines += [f"    ✘ {p}" for p in self.result.problems]

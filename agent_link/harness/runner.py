@@ -51,14 +51,23 @@ async def run_named(
     timeout: float = 20.0,
     log: Callable[[str], None] = print,
     skip_restarts: bool = False,
+    manual_tap: bool = False,
 ) -> list[ScenarioResult]:
-    """Run scenarios/suites by name on a connected harness; prints the live report and a summary."""
+    """Run scenarios/suites by name on a connected harness; prints the live report and a summary.
+
+    ``manual_tap``: a real device without simulation — the person at the bench is asked to tap.
+    """
     chosen = select(names)
     if skip_restarts:
         chosen = [s for s in chosen if not s.restarts]
+
+    async def ask_for_tap() -> None:
+        log("    👉 tap the device now")
+
     ctx = ScenarioContext(
         harness=harness,
         restart_device=restart_device,
+        tap=ask_for_tap if manual_tap else None,
         say_to_device=voice_speaker(harness, voice) if voice else None,
         timeout=timeout,
         log=log,

@@ -79,7 +79,7 @@ def noise_wav(seconds: float = 1.5, level: float = 0.1, seed: int = 3) -> bytes:
     """Brown-ish room noise (no words) as WAV bytes."""
     rng = np.random.default_rng(seed)
     white = rng.normal(0.0, 1.0, int(seconds * RATE)).astype(np.float32)
-    brown = np.cumsum(white)
-    brown -= np.convolve(brown, np.ones(400) / 400, mode="same")
-    brown = brown / (np.max(np.abs(brown)) or 1.0) * level
-    return encode_wav(_pad(brown.astype(np.float32), 0.2, 0.2), RATE)
+    walk = np.cumsum(white).astype(np.float64)
+    walk = walk - np.convolve(walk, np.ones(400) / 400, mode="same")
+    scaled = (walk / (np.max(np.abs(walk)) or 1.0) * level).astype(np.float32)
+    return encode_wav(_pad(scaled, 0.2, 0.2), RATE)

@@ -16,7 +16,10 @@ from agent_link.outbox import Outbox
 
 async def _main(args: argparse.Namespace) -> None:
     settings = LinkSettings(
-        broker=f"mqtt://127.0.0.1:{args.port}", keepalive_s=5, reconnect_min_s=0.1, reconnect_max_s=0.5
+        broker=f"mqtt://127.0.0.1:{args.port}",
+        keepalive_s=args.keepalive,
+        reconnect_min_s=0.1,
+        reconnect_max_s=0.5,
     )
     outbox = Outbox(args.outbox, args.device, args.boot)
 
@@ -44,6 +47,7 @@ def main() -> None:
     parser.add_argument("--outbox", required=True)
     parser.add_argument("--events", type=int, default=0)
     parser.add_argument("--crash-on-command", action="store_true")
+    parser.add_argument("--keepalive", type=int, default=5)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr)
     asyncio.run(_main(parser.parse_args()))
 

@@ -88,9 +88,15 @@ async def running(
 
 
 def _spawn(
-    broker: Mosquitto, outbox: Path, boot: int, events: int = 0, crash_on_command: bool = False
+    broker: Mosquitto,
+    outbox: Path,
+    boot: int,
+    events: int = 0,
+    crash_on_command: bool = False,
+    keepalive: int = 5,
 ) -> subprocess.Popen[str]:
     cmd = [sys.executable, "-m", "tests.agent_link.link_process", "--port", str(broker.port)]
+    cmd += ["--keepalive", str(keepalive)]
     cmd += ["--device", DEVICE, "--boot", str(boot), "--outbox", str(outbox), "--events", str(events)]
     cmd += ["--crash-on-command"] if crash_on_command else []
     return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -164,6 +170,22 @@ async def test_will_is_published_when_the_process_is_killed(mosquitto: Mosquitto
         await observer.wait_for(lambda: observer.payloads(T.status)[-1].get("online") is False)
     assert observer.payloads(T.status)[-1] == {"v": 1, "online": False, "boot": 9}
     assert await read_retained(mosquitto, T.status) == {"v": 1, "online": False, "boot": 9}
+
+
+async def test_will_is_published_when_the_process_hangs(mosquitto: Mosquitto, tmp_path: Path) -> None:
+    """A frozen device (SIGSTOP: no traffic, socket open) is declared offline after 1.5 × keepalive."""
+    async with agent(mosquitto, [T.status]) as observer:
+        proc = _spawn(mosquitto, tmp_path / "outbox.db", boot=11, keepalive=2)
+        try:
+            _wait_line(proc, "CONNECTED")
+            await observer.wait_for(lambda: any(p.get("online") for p in observer.payloads(T.status)))
+            os.kill(proc.pid, signal.SIGSTOP)
+            await observer.wait_for(
+                lambda: observer.payloads(T.status)[-1].get("online") is False, timeout=10
+            )
+        finally:
+            _kill9(proc)
+    assert observer.payloads(T.status)[-1] == {"v": 1, "online": False, "boot": 11}
 
 
 async def test_commands_delivered_in_order(mosquitto: Mosquitto, tmp_path: Path) -> None:

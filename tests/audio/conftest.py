@@ -78,9 +78,10 @@ def hearing_noise(seconds: float, level_db: float, seed: int = 0) -> FloatArray:
 @pytest.fixture(scope="session")
 def speaking_voice():  # type: ignore[no-untyped-def]
     """The packaged joe voice, loaded and warmed once per session (shared with every Speaker)."""
+    from audio.speaking_settings import SpeakingSettings
     from audio.tts import load_voice
 
-    return load_voice("", threads=2)
+    return load_voice("", threads=SpeakingSettings().tts_threads)
 
 
 @pytest.fixture(scope="session")

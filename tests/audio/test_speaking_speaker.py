@@ -89,15 +89,18 @@ async def test_events_in_order_with_real_timing_and_covering_offsets(speaking_vo
     assert events[0].ts == pieces[0].ts and events[0].ts - t0 < 2.0
     # Offsets are contiguous and cover the whole text.
     assert pieces[0].start == 0 and pieces[-1].end == len(TEXT)
-    for a, b in itertools.pairwise(pieces):
+    gaps = [t.gap_s for t in speaker.piece_log if t.say == "r1"]
+    assert len(gaps) == len(pieces) and gaps[0] == 0.0
+    for (a, b), gap in zip(itertools.pairwise(pieces), gaps[1:], strict=True):
         assert a.end == b.start
-        # back to back at the output: next piece starts where the previous one ended (one block slack)
-        assert abs(b.ts - (a.ts + a.duration)) < 0.03
-    total = sum(p.duration for p in pieces)
-    assert abs(fin.ts - events[0].ts - total) < 0.03
+        # back to back at the output: the next piece starts where the previous one ended, plus any
+        # underrun the queue measured (none when synthesis keeps up); one 10 ms block of slack
+        assert abs(b.ts - (a.ts + a.duration + gap)) < 0.011
+    total = sum(p.duration for p in pieces) + sum(gaps)
+    assert abs(fin.ts - events[0].ts - total) < 0.011
     # Real-time pacing: each event arrives when it happens at the output.
     for arrived, e in rec.events:
-        assert -0.005 < arrived - e.ts < 0.1
+        assert -0.005 < arrived - e.ts < 0.2
     for p in pieces:  # lip-sync timeline: monotonic, contiguous, spans the piece's audio
         assert p.visemes[0].start == 0.0 and abs(p.visemes[-1].end - p.duration) < 0.02
         for a, b in zip(p.visemes, p.visemes[1:], strict=False):
@@ -193,21 +196,23 @@ async def test_stop_silences_output_fast_and_drops_queued_replies(
         after = await rec.finished("after")
     finally:
         await speaker.aclose()
-    assert fin.interrupted and 0 <= fin.ts - t_stop < 0.05
+    assert fin.interrupted and 0 <= fin.ts - t_stop < 0.05, f"finished {fin.ts - t_stop:.3f} s after stop"
     for say in ("queued", "open"):
         events = rec.of(say)
         assert [type(e) for e in events] == [PlaybackFinished] and events[0].interrupted  # type: ignore[union-attr]
     assert not after.interrupted
     blocks = speaking_fake_sd.recorded()
+    after_started = next(e.ts for e in rec.of("after") if isinstance(e, PlaybackStarted))
+    assert after_started > t_stop + 0.1
     loud_before = [b for t, b in blocks if t_stop - 0.3 < t < t_stop and np.abs(b).max() > 0.01]
     assert loud_before, "speech was playing before stop"
     audible_after = [
         t + np.nonzero(np.abs(b) > 1e-3)[0][-1] / 48000
         for t, b in blocks
-        if t_stop <= t < t_stop + 0.3 and np.abs(b).max() > 1e-3
+        if t_stop <= t < after_started and np.abs(b).max() > 1e-3
     ]
     silent_at = max(audible_after, default=t_stop)
-    assert silent_at - t_stop < 0.05
+    assert silent_at - t_stop < 0.05, f"still audible {silent_at - t_stop:.3f} s after stop"
 
 
 async def test_missing_output_device_is_a_clear_error(speaking_fake_sd: Any, speaking_voice: Any) -> None:

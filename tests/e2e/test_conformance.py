@@ -16,7 +16,9 @@ SCENARIOS = select(["conformance"])
 NAMES = [sc.name for sc in SCENARIOS]
 
 
-def _context(harness: AgentHarness, daemon: DeviceDaemon, voice: UserVoice, lines: list[str]) -> ScenarioContext:
+def _context(
+    harness: AgentHarness, daemon: DeviceDaemon, voice: UserVoice, lines: list[str]
+) -> ScenarioContext:
     async def restart() -> None:
         await asyncio.to_thread(daemon.restart)
 

@@ -139,7 +139,7 @@ def test_no_silence_sleep_inside_activity_or_when_off() -> None:
     brain, ev = awake_brain()
     brain.handle(ev.transcript("stretching"), 1.0)
     assert brain.tick(1000.0) == []
-    off, ev2 = awake_brain(CompanionSettings(sleep_after_silence_s=0))
+    off, _ = awake_brain(CompanionSettings(sleep_after_silence_s=0))
     assert off.tick(1e6) == []
 
 

@@ -6,11 +6,11 @@ import pytest
 
 from agent_link.harness.contract import ContractError, assert_contract, check_contract
 from agent_link.harness.matching import SequenceMismatch, assert_absent, assert_sequence, describe
-from agent_link.messages import make_event
+from agent_link.messages import Event, make_event
 from tests.harness.events import EventFactory
 
 
-def rules(events: list) -> list[str]:  # type: ignore[type-arg]
+def rules(events: list[Event]) -> list[str]:
     return [v.rule for v in check_contract(events)]
 
 
@@ -48,8 +48,14 @@ def test_unclosed_and_double_closed_utterances() -> None:
 def test_typed_transcript_needs_no_speech_started() -> None:
     ev = EventFactory()
     typed = ev(
-        "transcript", utterance="t1", text="hi", confidence=1.0, language="en", source="typed",
-        audio_ms=0, decode_ms=0,
+        "transcript",
+        utterance="t1",
+        text="hi",
+        confidence=1.0,
+        language="en",
+        source="typed",
+        audio_ms=0,
+        decode_ms=0,
     )
     assert check_contract([typed]) == []
     voice = ev.transcript("hi", utterance="u9")
@@ -57,15 +63,15 @@ def test_typed_transcript_needs_no_speech_started() -> None:
 
 
 def test_seq_gaps_and_order_per_boot() -> None:
-    def at(boot: int, seq: int) -> object:
+    def at(boot: int, seq: int) -> Event:
         return make_event("tap", {"source": "sim"}, id=f"e{boot}-{seq}", boot=boot, seq=seq, ts=1.0)
 
-    assert check_contract([at(1, 1), at(1, 2), at(2, 1), at(1, 3), at(2, 2)]) == []  # type: ignore[list-item]
-    gap = check_contract([at(1, 1), at(1, 3)])  # type: ignore[list-item]
+    assert check_contract([at(1, 1), at(1, 2), at(2, 1), at(1, 3), at(2, 2)]) == []
+    gap = check_contract([at(1, 1), at(1, 3)])
     assert [v.rule for v in gap] == ["seq +1"] and "gap" in gap[0].detail
-    back = check_contract([at(1, 2), at(1, 1)])  # type: ignore[list-item]
+    back = check_contract([at(1, 2), at(1, 1)])
     assert "out of order" in back[0].detail
-    assert [v.rule for v in check_contract([at(1, 3)], from_start=True)] == ["seq +1"]  # type: ignore[list-item]
+    assert [v.rule for v in check_contract([at(1, 3)], from_start=True)] == ["seq +1"]
 
 
 def test_redelivery_is_fine_but_reused_id_is_not() -> None:
