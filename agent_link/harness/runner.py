@@ -30,6 +30,16 @@ def voice_speaker(harness: AgentHarness, voice: UserVoice) -> Callable[[str], Aw
     return say_to_device
 
 
+def voice_mumbler(harness: AgentHarness, voice: UserVoice) -> Callable[[str], Awaitable[None]]:
+    """``mumble_to_device(text)``: ``text`` mumbled (quiet, muffled, in noise) as ``sim/audio``."""
+
+    async def mumble_to_device(text: str) -> None:
+        wav = await asyncio.to_thread(voice.mumble_wav, text)
+        await harness.sim_audio(wav)
+
+    return mumble_to_device
+
+
 def shell_restart(command: str) -> Callable[[], Awaitable[None]]:
     """``restart_device()`` running a shell command (e.g. ``systemctl restart robot-face``)."""
 
@@ -69,6 +79,7 @@ async def run_named(
         restart_device=restart_device,
         tap=ask_for_tap if manual_tap else None,
         say_to_device=voice_speaker(harness, voice) if voice else None,
+        mumble_to_device=voice_mumbler(harness, voice) if voice else None,
         timeout=timeout,
         log=log,
     )

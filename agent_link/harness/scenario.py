@@ -62,6 +62,8 @@ class ScenarioContext:
     """Taps the device; ``None``: a ``sim/tap``."""
     say_to_device: Callable[[str], Awaitable[None]] | None = None
     """Speaks text into the device (``sim/audio`` of synthesised speech); ``None``: voice steps skip."""
+    mumble_to_device: Callable[[str], Awaitable[None]] | None = None
+    """Mumbles text into the device (quiet, muffled, in noise); ``None``: those steps skip."""
     timeout: float = 20.0
     """Default wait for something the device must do, in seconds (playback included)."""
     log: Callable[[str], None] = print

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from agent_link.harness.client import AgentHarness
-from agent_link.harness.runner import voice_speaker
+from agent_link.harness.runner import voice_mumbler, voice_speaker
 from agent_link.harness.scenario import ScenarioContext, run_scenario, select, summary
 from agent_link.harness.user_voice import UserVoice
 from tests.e2e.daemon import DeviceDaemon
@@ -26,6 +26,7 @@ def _context(
         harness=harness,
         restart_device=restart,
         say_to_device=voice_speaker(harness, voice),
+        mumble_to_device=voice_mumbler(harness, voice),
         timeout=25.0,
         log=lines.append,
     )
@@ -35,7 +36,7 @@ def test_suite_lists_every_required_behaviour() -> None:
     required = {
         "wake_greeting", "goodbye_then_sleep", "goodbye_tag", "idle_sleep", "activity_blocks_sleep",
         "activity_starts_during_goodbye", "stop_mid_reply", "streamed_reply", "typed_text",
-        "voice_transcript", "duplicate_command", "expired_command", "malformed_commands",
+        "voice_transcript", "mumble_heard_poorly", "duplicate_command", "expired_command", "malformed_commands",
         "say_while_asleep", "restart_keeps_sleep_allowed", "contract",
     }  # fmt: skip
     assert required <= set(NAMES)

@@ -222,6 +222,33 @@ async def voice_transcript(run: ScenarioRun) -> None:
     await run.reset()
 
 
+@scenario("mumble_heard_poorly", "a quiet mumble in noise is never a confident transcript")
+async def mumble_heard_poorly(run: ScenarioRun) -> None:
+    h, t = run.h, run.timeout
+    if run.ctx.mumble_to_device is None:
+        run.note("skipped: no voice to mumble with (mumble_to_device not set)")
+        return
+    await run.wake()
+    async with run.step("mumble → no speech, utterance_failed, or transcript with confidence < 0.4"):
+        await run.ctx.mumble_to_device("maybe we could um do the thing")
+        try:
+            started = await h.wait_for("speech_started", 6.0)
+        except AssertionError:
+            run.note("not detected as speech")
+            return
+        closing = await h.wait_for(
+            lambda e: e.type in ("transcript", "utterance_failed") and e.utterance == started.utterance, 2 * t
+        )
+        if closing.type == "transcript":
+            run.note(f"heard {closing.text!r} confidence {closing.confidence:.2f}")
+            assert closing.confidence < 0.4, (
+                f"mumble heard confidently: {closing.text!r} {closing.confidence:.2f}"
+            )
+        else:
+            run.note(f"utterance_failed {closing.reason}")
+    await run.reset()
+
+
 @scenario("duplicate_command", "a command id sent twice is executed once")
 async def duplicate_command(run: ScenarioRun) -> None:
     h, t = run.h, run.timeout
