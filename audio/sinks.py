@@ -309,3 +309,12 @@ def make_sink(settings: SpeakingSettings, backend: Any = None) -> AudioSink:
     if settings.sink == "null":
         return NullSink(rate=settings.sim_rate, block_ms=settings.block_ms)
     raise ValueError(f"unknown speaking.sink {settings.sink!r}: use 'sounddevice', 'wav' or 'null'")
+
+
+def __getattr__(name: str) -> object:
+    """``from audio.sinks import SoundDeviceSink`` without importing sounddevice eagerly."""
+    if name == "SoundDeviceSink":
+        from audio.sounddevice_sink import SoundDeviceSink
+
+        return SoundDeviceSink
+    raise AttributeError(name)

@@ -55,6 +55,8 @@ from face.tags import TagVocabulary, parse_chunk
 _LOGGER = logging.getLogger(__name__)
 
 THINKING_TIMER = "thinking"
+ENDED_MEMORY = 64
+"""How many ended reply ids are remembered to refuse late chunks."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,7 +264,7 @@ def _on_playback_finished(
     rest = tuple(r for r in state.replies if r.say != ev.say)
     if reply.playing and not any(r.playing for r in rest):
         out.append(SetHalfDuplex(False))
-    state = replace(state, replies=rest)
+    state = replace(state, replies=rest, ended=(*state.ended, ev.say)[-ENDED_MEMORY:])
     due: list[PendingSleep] = []
     waiting: list[PendingSleep] = []
     for pending in state.sleeps:
@@ -355,8 +357,8 @@ def _on_say(state: DeviceState, cmd: SayCommand, ts: float, out: list[Action], r
         out.append(_reject(cmd.id, "asleep", "the device is asleep; only a tap wakes it", ts))
         return state
     reply = state.reply(cmd.say)
-    if reply is not None and reply.final:
-        out.append(_reject(cmd.id, "invalid", f"reply {cmd.say!r} already had its final chunk", ts))
+    if (reply is not None and reply.final) or (reply is None and cmd.say in state.ended):
+        out.append(_reject(cmd.id, "invalid", f"reply {cmd.say!r} already ended (finished or stopped)", ts))
         return state
     new_reply = reply is None
     reply = reply or Reply(say=cmd.say)

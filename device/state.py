@@ -68,6 +68,8 @@ class DeviceState:
     """Utterances that ended and wait for their transcript."""
     thinking: bool = False
     """A transcript was sent and no reply has started yet (display only)."""
+    ended: tuple[str, ...] = ()
+    """The most recent replies that finished or were stopped: later chunks for them are refused."""
     connected: bool = False
     agent_online: bool = False
     faults: frozenset[str] = frozenset()

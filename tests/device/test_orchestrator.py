@@ -386,3 +386,15 @@ def test_no_event_ever_puts_device_to_sleep_on_its_own() -> None:
         TimerFired("whatever", 1e10),
     )
     assert run.state.awake and "asleep" not in run.types()
+
+
+def test_chunks_of_a_stopped_reply_are_refused() -> None:
+    run = Run()
+    run.wake()
+    run.say("r1", "Once upon a time,", final=False)
+    run.feed(PlaybackStarted("r1", 1.0))
+    run.cmd(StopCommand(id="x"))
+    run.feed(PlaybackFinished("r1", True, 2.0))
+    acts = run.say("r1", " there was a robot.", final=True, cid="late")
+    assert not any(isinstance(a, Speak) for a in acts)
+    assert run.published(acts)[0][1]["reason"] == "invalid" and "r1" in str(run.published(acts)[0][1]["detail"])
