@@ -24,7 +24,7 @@ from typing import Any, Protocol
 import aiomqtt
 
 from agent_link.harness.client import AgentHarness, HarnessTimeout
-from agent_link.harness.contract import check_contract
+from agent_link.harness.contract import check_contract, dedupe_redeliveries
 from agent_link.messages import Event
 from agent_link.reliability_daemon import DaemonProcess
 from agent_link.reliability_fuzz import MALFORMED_REASONS, FuzzInput, PayloadFuzzer
@@ -240,10 +240,12 @@ class FaultRunner:
         t0 = time.monotonic()
         proxy.stall()
         self.report.faults["network partition"] += 1
-        await self.harness.wait_status(online=False, boot=boot, timeout=30, new=True)
-        self.report.timing("partition → Last Will", time.monotonic() - t0)
-        await self.daemon.wait_log(r"MQTT connection to .* lost or failed", lost_before + 1, timeout=60)
-        self.report.timing("partition → device noticed", time.monotonic() - t0)
+        will_s, notice_s = await asyncio.gather(
+            _elapsed(self.harness.wait_status(online=False, boot=boot, timeout=30, new=True), t0),
+            _elapsed(self.daemon.wait_log(r"MQTT connection to .* lost or failed", lost_before + 1, 60), t0),
+        )
+        self.report.timing("partition → Last Will", will_s)
+        self.report.timing("partition → device noticed", notice_s)
         self.harness.mark()
         await self.harness.sim_text("are you still there")  # queued by the broker in the device's session
         await asyncio.sleep(max(0.0, stall_s - (time.monotonic() - t0)))
@@ -254,7 +256,9 @@ class FaultRunner:
         await self.harness.wait_for("transcript", timeout=30, text="are you still there")
         self.report.runs += 1
 
-    async def fuzz(self, count: int, seed: int = 1, duplicate_ratio: float = 0.03) -> list[str]:
+    async def fuzz(
+        self, count: int, seed: int = 1, duplicate_ratio: float = 0.03, barrier_every: int = 200
+    ) -> list[str]:
         """Send ``count`` fuzzed commands and sim inputs to the running daemon; check every answer.
 
         Malformed ones must each get one ``command_rejected`` (invalid / unknown_type /
@@ -283,7 +287,15 @@ class FaultRunner:
         ) as client:  # fmt: skip
             for i, item in enumerate(fuzzer.inputs(count, time.time())):
                 if i % 150 == 0:
-                    await client.publish(topics.sim_tap, b"{}", qos=1)  # wake it if a [sleep] tag put it to sleep
+                    await client.publish(
+                        topics.sim_tap, b"{}", qos=1
+                    )  # wake it if a [sleep] tag put it to sleep
+                if i % barrier_every == barrier_every - 1:
+                    # Keep the broker's per-client queue (mosquitto max_queued_messages, default 1000)
+                    # from overflowing: wait until the daemon has answered everything so far.
+                    barrier = f"{sentinel}-b{i}"
+                    await client.publish(topics.command, _unknown(barrier), qos=1)
+                    await self.harness.wait_for("command_rejected", timeout=120, command=barrier)
                 await client.publish(channel_topic[item.channel], item.payload, qos=1)
                 sent.append(item)
                 if item.command is not None:
@@ -291,10 +303,11 @@ class FaultRunner:
                     if rng.random() < duplicate_ratio:
                         await client.publish(topics.command, item.payload, qos=1)  # same id: runs once
                         duplicates += 1
-            end = json.dumps({"v": 1, "type": "no_such_type", "id": sentinel}).encode()
-            await client.publish(topics.command, end, qos=1)
+            await client.publish(topics.command, _unknown(sentinel), qos=1)
             await self.harness.wait_for("command_rejected", timeout=120 + count / 20, command=sentinel)
-            await client.publish(topics.command, json.dumps({"v": 1, "type": "stop", "id": sentinel + "-stop"}).encode(), qos=1)
+            await client.publish(
+                topics.command, json.dumps({"v": 1, "type": "stop", "id": sentinel + "-stop"}).encode(), qos=1
+            )
         await asyncio.sleep(2.0)  # the stop's interrupted finishes
         self.report.faults["fuzzed input"] += len(sent) + duplicates
         problems = self._check_fuzz(sent, valid_sent, sentinel)
@@ -311,7 +324,7 @@ class FaultRunner:
 
     def _check_fuzz(self, sent: list[FuzzInput], valid: list[FuzzInput], sentinel: str) -> list[str]:
         problems: list[str] = []
-        events = self.harness.since()
+        events, _ = dedupe_redeliveries(self.harness.since())
         rejections = [
             ev for ev in events if ev.type == "command_rejected" and not str(ev.command).startswith(sentinel)
         ]
@@ -320,10 +333,14 @@ class FaultRunner:
         malformed = [item for item in sent if item.malformed]
         self.report.fuzz["rejected malformed"] += len(answered)
         if len(answered) != len(malformed):
-            problems.append(f"{len(malformed)} malformed inputs but {len(answered)} command_rejected for them")
+            problems.append(
+                f"{len(malformed)} malformed inputs but {len(answered)} command_rejected for them"
+            )
         for ev, item in zip(answered, malformed, strict=False):
             if ev.reason not in MALFORMED_REASONS or not ev.detail:
-                problems.append(f"malformed {item.channel} {item.payload[:60]!r} answered by {ev.reason}: {ev.detail!r}")
+                problems.append(
+                    f"malformed {item.channel} {item.payload[:60]!r} answered by {ev.reason}: {ev.detail!r}"
+                )
         per_id = Counter(ev.command for ev in rejections if ev.command in valid_ids)
         problems += [f"command {cid} rejected {n} times" for cid, n in per_id.items() if n > 1]
         reasons = {ev.command: ev.reason for ev in rejections if ev.command in valid_ids}
@@ -337,23 +354,27 @@ class FaultRunner:
             expired = cmd.expires_at is not None and cmd.expires_at < sent_at
             if expired:
                 if reasons.get(cmd.id) != "expired":
-                    problems.append(f"expired command {cmd.id} not rejected 'expired' (got {reasons.get(cmd.id)})")
+                    problems.append(
+                        f"expired command {cmd.id} not rejected 'expired' (got {reasons.get(cmd.id)})"
+                    )
                 if getattr(cmd, "say", None) in finished:
                     problems.append(f"expired say {cmd.id} was played")
                 continue
             if cmd.type == "say":
-                if cmd.id not in reasons and cmd.say not in finished:  # type: ignore[attr-defined]
+                if cmd.id not in reasons and cmd.say not in finished:
                     problems.append(f"valid say {cmd.id} neither played nor rejected")
                 executed += cmd.id not in reasons
             elif cmd.type == "sleep_allowed":
-                expected["sleep_allowed"] = cmd.value  # type: ignore[attr-defined]
-            elif cmd.type == "config" and cmd.volume is not None:  # type: ignore[attr-defined]
-                expected["volume"] = cmd.volume  # type: ignore[attr-defined]
+                expected["sleep_allowed"] = cmd.value
+            elif cmd.type == "config" and cmd.volume is not None:
+                expected["volume"] = cmd.volume
         self.report.fuzz["says executed"] += executed
         status = self.harness.status
         for key, value in expected.items():
             if status is None or getattr(status, key) != value:
-                problems.append(f"after fuzzing status {key}={getattr(status, key, None)!r}, last valid command set {value!r}")
+                problems.append(
+                    f"after fuzzing status {key}={getattr(status, key, None)!r}, last valid command set {value!r}"
+                )
         if not self.daemon.running:
             problems.append("daemon died during fuzzing")
         tracebacks = self.daemon.count("Traceback")
@@ -376,7 +397,8 @@ class FaultRunner:
         missing = sorted(stored_events(self.daemon.log()) - received)
         if missing:
             problems.append(f"{len(missing)} stored event(s) never reached the agent: {missing[:20]}")
-        problems += self._check_commands(self.harness.events)
+        unique, _ = dedupe_redeliveries(self.harness.events)  # QoS 1 may deliver an event twice
+        problems += self._check_commands(unique)
         self.report.events_checked += len(received)
         self.report.lost += len(missing)
         self.report.violations.extend(problems)
@@ -384,8 +406,9 @@ class FaultRunner:
 
     def open_utterances(self) -> list[Event]:
         """``speech_started`` events never closed by a ``transcript`` or ``utterance_failed``."""
-        closed = {ev.utterance for ev in self.harness.events if ev.type in ("transcript", "utterance_failed")}
-        return [ev for ev in self.harness.events if ev.type == "speech_started" and ev.utterance not in closed]
+        events, _ = dedupe_redeliveries(self.harness.events)
+        closed = {ev.utterance for ev in events if ev.type in ("transcript", "utterance_failed")}
+        return [ev for ev in events if ev.type == "speech_started" and ev.utterance not in closed]
 
     def _check_commands(self, events: list[Event]) -> list[str]:
         problems: list[str] = []
@@ -396,8 +419,19 @@ class FaultRunner:
             if played.get(cid):
                 problems.append(f"command {cid} executed after its expires_at")
             if rejected.get(cid) != "expired":
-                problems.append(f"command {cid} sent to a dead daemon, expired meanwhile, not rejected 'expired'")
+                problems.append(
+                    f"command {cid} sent to a dead daemon, expired meanwhile, not rejected 'expired'"
+                )
         return problems
+
+
+async def _elapsed(awaitable: Any, t0: float) -> float:
+    await awaitable
+    return time.monotonic() - t0
+
+
+def _unknown(command_id: str) -> bytes:
+    return json.dumps({"v": 1, "type": "no_such_type", "id": command_id}).encode()
 
 
 async def expect_no_event(harness: AgentHarness, event_type: str, within: float) -> None:

@@ -44,7 +44,9 @@ def _toml_value(value: Any) -> str:
     raise TypeError(f"unsupported TOML value {value!r}")
 
 
-def merge_config(base: dict[str, dict[str, Any]], extra: dict[str, dict[str, Any]] | None) -> dict[str, dict[str, Any]]:
+def merge_config(
+    base: dict[str, dict[str, Any]], extra: dict[str, dict[str, Any]] | None
+) -> dict[str, dict[str, Any]]:
     """``base`` with the tables of ``extra`` merged in (extra wins)."""
     merged = {section: dict(table) for section, table in base.items()}
     for section, table in (extra or {}).items():
@@ -141,7 +143,9 @@ class DaemonProcess:
             if self._proc is not None and self._proc.poll() is not None:
                 raise RuntimeError(f"daemon exited with {self._proc.returncode}:\n{self.tail()}")
             if time.monotonic() > deadline:
-                raise TimeoutError(f"daemon log never showed {pattern!r} x{count} in {timeout:.0f} s:\n{self.tail()}")
+                raise TimeoutError(
+                    f"daemon log never showed {pattern!r} x{count} in {timeout:.0f} s:\n{self.tail()}"
+                )
             await asyncio.sleep(0.05)
 
     def count(self, pattern: str) -> int:

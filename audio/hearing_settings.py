@@ -60,6 +60,21 @@ class HearingSettings:
     speaking_tail_ms: int = 300
     """Audio also discarded after the device stops speaking (echo/room tail), in ms (default 300)."""
 
+    stt_provider: str = "whisper"
+    """Speech-to-text engine: "whisper" (local faster-whisper) or "openai" (compatible endpoint) (default "whisper")."""
+
+    stt_openai_base_url: str = ""
+    """Base URL of the OpenAI-compatible endpoint, e.g. http://host:8000/v1; empty = OpenAI (default "")."""
+
+    stt_openai_model: str = "whisper-1"
+    """Transcription model name at the OpenAI-compatible endpoint (default "whisper-1")."""
+
+    stt_openai_api_key_env: str = "OPENAI_API_KEY"
+    """Environment variable holding the endpoint's API key (default "OPENAI_API_KEY")."""
+
+    stt_timeout_s: float = 15.0
+    """Timeout of one remote transcription request, in seconds (default 15.0)."""
+
     stt_model: str = ""
     """Whisper model directory or faster-whisper model name; empty means packaged tiny.en (default "")."""
 
@@ -78,8 +93,8 @@ class HearingSettings:
     stt_short_window: bool = True
     """Encode only the real audio plus a margin instead of Whisper's full 30 s window (default True)."""
 
-    stt_window_margin_ms: int = 1000
-    """Silence margin appended after the audio when encoding a short window, in ms (default 1000)."""
+    stt_window_margin_ms: int = 2000
+    """Padding appended after the audio when encoding a short window, in ms (default 2000)."""
 
-    stt_min_window_ms: int = 3000
-    """Shortest encoder window used by the short-window path, in milliseconds (default 3000)."""
+    stt_min_window_ms: int = 5000
+    """Shortest encoder window used by the short-window path, in milliseconds (default 5000)."""

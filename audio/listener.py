@@ -36,7 +36,7 @@ from audio.events import (
     UtteranceFailed,
 )
 from audio.hearing_settings import HearingSettings
-from audio.stt import Transcription, WhisperTranscriber
+from audio.stt import Transcriber, Transcription
 from audio.vad import FrameSegmenter, UtteranceBegan, UtteranceComplete, UtteranceRejected
 from audio.wav import FloatArray
 
@@ -54,7 +54,7 @@ class Listener:
         self,
         settings: HearingSettings,
         source: AudioSource,
-        transcriber: WhisperTranscriber,
+        transcriber: Transcriber,
         emit: EventSink,
         *,
         utterance_ids: Callable[[], str] | None = None,

@@ -91,6 +91,7 @@ class Speaker:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pending: deque[tuple[float, AudioEvent]] = deque()
         self._timer: asyncio.TimerHandle | None = None
+        self._started = False
         self.piece_log: deque[PieceTiming] = deque(maxlen=500)
         """Recent pieces as they reached the output (benchmarks, diagnostics)."""
 
@@ -99,10 +100,14 @@ class Speaker:
         """Load and warm the voice, open the sink, start the synthesis worker."""
         self._loop = asyncio.get_running_loop()
         self._voice = await asyncio.to_thread(self._load_voice, self._voice_spec)
+        if self._settings.preload_voices:
+            for spec in self._settings.voices.values():
+                await asyncio.to_thread(self._load_voice, spec)
         await asyncio.to_thread(self._sink.open, self._render, self._report_problem)
         self._queue.rate = self._sink.rate
         self._worker = threading.Thread(target=self._work, name="tts-worker", daemon=True)
         self._worker.start()
+        self._started = True
 
     async def aclose(self) -> None:
         """Stop speaking (every open reply gets its interrupted finish), close the sink and the worker."""
@@ -130,6 +135,14 @@ class Speaker:
         """Queue a chunk of reply ``say`` (non-blocking); ``final`` closes the reply."""
         if self._loop is None:
             raise RuntimeError("Speaker.start() was not awaited")
+        if not self._started:
+            # start() failed (no voice / no output device): close the reply at once, never hang.
+            if say not in self._stopped:
+                self._stopped.append(say)
+                _LOGGER.warning("cannot speak reply %s: the speaker did not start", say)
+                now = time.time()
+                self._schedule(now, PlaybackFinished(say=say, interrupted=True, ts=now))
+            return
         if say in self._stopped:
             _LOGGER.debug("ignoring chunk for stopped reply %s", say)
             return

@@ -31,6 +31,10 @@ class SpeakingSettings:
     """Voice per language code, e.g. {"de": "/voices/de_DE-thorsten-medium.onnx"}; a language not listed
     (or mapped to "") uses ``voice``. Default {}."""
 
+    preload_voices: bool = False
+    """Load every voice in ``voices`` at start (language switches are then instant) instead of on the
+    first switch to that language. Default False."""
+
     volume: float = 0.8
     """Output volume, 0.0 (mute) to 1.0 (full scale), applied at playback. Default 0.8."""
 

@@ -14,12 +14,12 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from audio.confidence import ConfidenceFeatures, normalise_text, score
 from audio.confidence import FILLER_PHRASES as _FILLERS
+from audio.confidence import ConfidenceFeatures, normalise_text, score
 from audio.hearing_settings import HearingSettings
 from audio.wav import FloatArray
 
@@ -29,7 +29,6 @@ SAMPLE_RATE = 16000
 FULL_WINDOW_FRAMES = 3000
 """Whisper's 30 s encoder window in mel frames (10 ms each)."""
 COMPRESSION_LIMIT = 2.4
-LOGPROB_LIMIT = -1.0
 
 
 def packaged_model_path() -> str:
@@ -60,6 +59,34 @@ class _Decode:
     no_speech_prob: float
     compression_ratio: float
     hit_limit: bool
+    repeated: bool
+
+
+class Transcriber(Protocol):
+    """What the Listener needs from a speech-to-text engine."""
+
+    def load(self) -> None:
+        """Load models / create clients (slow; once at start)."""
+        ...
+
+    def transcribe(self, samples: FloatArray, speech_ratio: float | None = None) -> Transcription:
+        """Decode one utterance (blocking; called from a worker thread)."""
+        ...
+
+    def set_language(self, lang: str) -> None:
+        """Switch the decoding language."""
+        ...
+
+
+def make_transcriber(settings: HearingSettings) -> Transcriber:
+    """The engine named by ``settings.stt_provider`` ("whisper" or "openai"); not loaded yet."""
+    if settings.stt_provider == "whisper":
+        return WhisperTranscriber(settings)
+    if settings.stt_provider == "openai":
+        from audio.stt_openai import OpenAITranscriber
+
+        return OpenAITranscriber(settings)
+    raise ValueError(f"unknown stt_provider {settings.stt_provider!r} (use 'whisper' or 'openai')")
 
 
 def _compression_ratio(text: str) -> float:
@@ -67,6 +94,25 @@ def _compression_ratio(text: str) -> float:
 
     raw = text.encode("utf-8")
     return len(raw) / max(1, len(zlib.compress(raw))) if raw else 0.0
+
+
+def _token_probs(logits: list[Any], ids: list[int]) -> list[float]:
+    """Probability of each generated token from the per-step vocabulary logits."""
+    out = []
+    for step, t in zip(logits, ids, strict=False):
+        z = np.asarray(step, dtype=np.float64).reshape(-1)
+        zmax = float(z.max())
+        out.append(math.exp(float(z[t]) - zmax - math.log(float(np.exp(z - zmax).sum()))))
+    return out
+
+
+def _repeat_period(tokens: list[int]) -> int:
+    """Length of a phrase (>= 2 tokens) the sequence repeats ("Yes? Yes?", "A b c. A b"), else 0."""
+    n = len(tokens)
+    for k in range(2, n - 1):
+        if tokens[k:] == tokens[: n - k]:
+            return k
+    return 0
 
 
 def _looks_looped(d: _Decode) -> bool:
@@ -177,14 +223,15 @@ class WhisperTranscriber:
         return min(FULL_WINDOW_FRAMES, wanted)
 
     def _decode(self, samples: FloatArray, frames: int, temperature: float) -> _Decode:
+        """One encoder + decoder pass with timestamps (they keep short windows from repeating)."""
         from faster_whisper.transcribe import get_ctranslate2_storage
 
         m = self.model
         tok = self._tokenizer
         mel = self._mel(samples, frames)
         enc = m.model.encode(get_ctranslate2_storage(mel[None]), to_cpu=False)
-        prompt = [*tok.sot_sequence, tok.no_timestamps]
-        budget = min(200, 12 + int(len(samples) / SAMPLE_RATE * 10))
+        prompt = list(tok.sot_sequence)
+        budget = min(220, 10 + int(len(samples) / SAMPLE_RATE * 10))
         greedy = self.settings.stt_beam_size <= 1 or temperature > 0
         kwargs: dict[str, Any] = (
             {"beam_size": 1, "sampling_topk": 0 if temperature > 0 else 1}
@@ -204,17 +251,12 @@ class WhisperTranscriber:
             suppress_tokens=[-1],
             **kwargs,
         )[0]
-        tokens = [t for t in res.sequences_ids[0] if t < tok.eot]
+        ids: list[int] = list(res.sequences_ids[0])
+        probs_all = _token_probs(res.logits[0], ids) if greedy and res.logits else []
+        tokens, probs, repeated = self._keep_segments(ids, probs_all, len(samples) / SAMPLE_RATE)
         text = tok.decode(tokens).strip()
-        n = len(res.sequences_ids[0])
+        n = len(ids)
         avg = float(res.scores[0]) * n / (n + 1) if n else float(res.scores[0])
-        probs: list[float] = []
-        if greedy and res.logits:
-            for step, t in zip(res.logits[0], res.sequences_ids[0], strict=False):
-                z = np.asarray(step, dtype=np.float64).reshape(-1)
-                zmax = float(z.max())
-                logp = float(z[t]) - zmax - math.log(float(np.exp(z - zmax).sum()))
-                probs.append(math.exp(logp))
         return _Decode(
             tokens=tokens,
             text=text,
@@ -223,7 +265,48 @@ class WhisperTranscriber:
             no_speech_prob=float(res.no_speech_prob),
             compression_ratio=_compression_ratio(text),
             hit_limit=n >= budget,
+            repeated=repeated,
         )
+
+    def _keep_segments(
+        self, ids: list[int], probs: list[float], audio_s: float
+    ) -> tuple[list[int], list[float], bool]:
+        """Text tokens of the segments that start inside the audio, without repeated segments."""
+        ts_begin = self._tokenizer.timestamp_begin
+        eot = self._tokenizer.eot
+        segments: list[tuple[float, list[int], list[float]]] = []
+        start = 0.0
+        cur: list[int] = []
+        cur_p: list[float] = []
+        for i, t in enumerate(ids):
+            if t >= ts_begin:
+                if cur:
+                    segments.append((start, cur, cur_p))
+                    cur, cur_p = [], []
+                start = (t - ts_begin) * 0.02
+            elif t < eot:
+                cur.append(t)
+                cur_p.append(probs[i] if i < len(probs) else 1.0)
+        if cur:
+            segments.append((start, cur, cur_p))
+        tokens: list[int] = []
+        kept_p: list[float] = []
+        repeated = False
+        last: list[int] | None = None
+        for seg_start, seg, seg_p in segments:
+            if seg_start > 0 and seg_start >= audio_s - 0.1:
+                repeated = True  # text placed after the audio ended: invented
+                continue
+            if seg == last:
+                repeated = True
+                continue
+            tokens += seg
+            kept_p += seg_p
+            last = seg
+        cut = _repeat_period(tokens)
+        if cut:
+            tokens, kept_p, repeated = tokens[:cut], kept_p[:cut], True
+        return tokens, kept_p, repeated
 
     def _word_probs(self, d: _Decode) -> list[float]:
         if not d.token_probs:
@@ -246,15 +329,12 @@ class WhisperTranscriber:
             samples = samples[: FULL_WINDOW_FRAMES * 160]
         frames = self._window_frames(len(samples))
         d = self._decode(samples, frames, 0.0)
-        fallbacks = 0
-        if d.text and _looks_looped(d) and frames < FULL_WINDOW_FRAMES:
+        fallbacks = int(d.repeated)
+        if frames < FULL_WINDOW_FRAMES and (not normalise_text(d.text) or _looks_looped(d)):
+            # Short windows sometimes give up ("<|0.00|>" then end) on very short words, or still
+            # loop after repeated segments were dropped: redo on the full 30 s window.
             fallbacks += 1
             d = self._decode(samples, FULL_WINDOW_FRAMES, 0.0)
-        if d.text and (_looks_looped(d) or d.avg_logprob < LOGPROB_LIMIT) and d.no_speech_prob < 0.6:
-            fallbacks += 1
-            alt = self._decode(samples, frames, 0.4)
-            if not _looks_looped(alt) and alt.avg_logprob > d.avg_logprob:
-                d = alt
         audio_ms = round(len(samples) * 1000 / SAMPLE_RATE)
         text = d.text
         if not normalise_text(text):

@@ -39,7 +39,9 @@ class ClipResult:
     rejected: tuple[str, ...]
 
 
-def transcribe_clip(samples: FloatArray, transcriber: WhisperTranscriber, settings: HearingSettings) -> ClipResult:
+def transcribe_clip(
+    samples: FloatArray, transcriber: WhisperTranscriber, settings: HearingSettings
+) -> ClipResult:
     """Segment ``samples`` like the Listener does and transcribe every utterance.
 
     Text is the utterances' texts joined; confidence is their duration-weighted mean (0 when nothing

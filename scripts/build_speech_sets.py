@@ -21,7 +21,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from audio.wav import FloatArray, load_audio, write_wav  # noqa: E402
+from audio.wav import FloatArray, load_audio, write_wav
 
 RATE = 16000
 SENTENCES = (
@@ -50,12 +50,13 @@ SENTENCES = (
     "Good morning.",
     "Stop.",
 )
+WORDS = ("Zero.", "One.", "Two.", "Three.", "Four.", "Five.", "Six.", "Seven.", "Eight.", "Nine.", "Hello.", "Help.")
 GOODBYES = ("Thank you.", "Bye.", "Good night.", "Thank you very much.", "Goodbye.", "Thanks.")
 VOICES = {
     "train": ("piper:joe:1.0", "espeak:en-us", "espeak:en-gb", "espeak:en-gb-x-rp"),
     "test": ("piper:joe:1.15", "espeak:en-gb-scotland", "espeak:en-029", "espeak:en-us+f3"),
 }
-CONDITIONS = ("clean", "snr20", "snr10", "snr5", "snr0", "quiet", "mumbled")
+CONDITIONS = ("clean", "snr20", "snr10", "snr5", "snr0", "quiet", "mumbled", "phone")
 
 
 def synth_piper(text: str, length_scale: float) -> FloatArray:
@@ -124,7 +125,12 @@ def degrade(speech: FloatArray, cond: str, rng: np.random.Generator) -> FloatArr
         colour = str(rng.choice(["white", "pink", "brown"]))
         noise = room_noise(len(clip), rng, colour) * rms(speech) / 10 ** (snr / 20)
         return np.clip(clip + noise, -1, 1).astype(np.float32)
-    if cond == "quiet":
+    if cond == "phone":  # 8 kHz recording like FSDD, any level
+        from audio.wav import resample
+
+        narrow = resample(resample(clip, RATE, 8000), 8000, RATE)[: len(clip)]
+        clip = np.pad(narrow, (0, len(clip) - len(narrow))) * 10 ** (rng.uniform(-20, 0) / 20)
+    elif cond == "quiet":
         clip = clip * 10 ** (rng.uniform(-30, -22) / 20)
     elif cond == "mumbled":
         clip = lowpass(clip, rng.uniform(500, 900)) * 10 ** (rng.uniform(-22, -14) / 20)
@@ -138,7 +144,9 @@ def nonspeech(kind: str, rng: np.random.Generator) -> FloatArray:
     if kind == "near_silence":
         return room_noise(n, rng, "pink") * 10 ** (rng.uniform(-75, -55) / 20)
     if kind == "room_noise":
-        return room_noise(n, rng, str(rng.choice(["pink", "brown", "white"]))) * 10 ** (rng.uniform(-45, -28) / 20)
+        return room_noise(n, rng, str(rng.choice(["pink", "brown", "white"]))) * 10 ** (
+            rng.uniform(-45, -28) / 20
+        )
     if kind == "hum":
         x = np.sin(2 * np.pi * rng.choice([50, 60]) * t) + 0.3 * np.sin(2 * np.pi * 150 * t)
         return (x * 10 ** (rng.uniform(-40, -25) / 20) + room_noise(n, rng) * 1e-3).astype(np.float32)
@@ -169,7 +177,7 @@ def build(out: Path, split: str, seed: int, per_kind: int) -> int:
     for voice in VOICES[split]:
         vname = voice.replace(":", "_").replace("+", "_")
         (out / vname).mkdir(exist_ok=True)
-        for i, text in enumerate(SENTENCES + GOODBYES):
+        for i, text in enumerate(SENTENCES + GOODBYES + WORDS):
             speech = synth(text, voice)
             conds = CONDITIONS if text in GOODBYES else tuple(rng.choice(CONDITIONS, 3, replace=False))
             if text not in GOODBYES and "clean" not in conds:

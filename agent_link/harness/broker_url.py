@@ -30,7 +30,7 @@ def parse_broker_url(url: str) -> BrokerAddress:
     try:
         port = parts.port or (8883 if tls else 1883)
     except ValueError as err:
-        raise ValueError(f"broker URL {url!r}: {err}") from None
+        raise ValueError(f"broker URL {url!r}: bad port ({err})") from None
     return BrokerAddress(
         host=parts.hostname,
         port=port,

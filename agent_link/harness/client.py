@@ -15,9 +15,7 @@ import json
 import logging
 import ssl
 import time
-import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -34,6 +32,7 @@ from agent_link.harness.matching import (
     describe_spec,
     matches,
 )
+from agent_link.harness.records import BadMessage, HarnessTimeout, SentMessage, new_id
 from agent_link.messages import (
     Command,
     ConfigCommand,
@@ -53,36 +52,6 @@ _LOGGER = logging.getLogger(__name__)
 
 Listener = Callable[[Any], None]
 """Called (on the event loop) with every decoded ``Event``, ``StatusMessage`` or ``BadMessage``."""
-
-
-class HarnessTimeout(AssertionError):
-    """Nothing matching arrived in time; the message says what was awaited and what arrived."""
-
-
-@dataclass(frozen=True)
-class BadMessage:
-    """A device payload that did not decode (a contract violation by the device)."""
-
-    topic: str
-    payload: bytes
-    error: str
-    received: float
-
-
-@dataclass(frozen=True)
-class SentMessage:
-    """Something the harness published: ``what`` is the command type, ``raw``, ``sim/tap``..."""
-
-    topic: str
-    what: str
-    payload: bytes
-    sent: float
-    command: Command | None = None
-
-
-def new_id(prefix: str = "h") -> str:
-    """A fresh unique id for a command or reply."""
-    return f"{prefix}-{uuid.uuid4().hex[:12]}"
 
 
 class AgentHarness:

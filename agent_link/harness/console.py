@@ -162,17 +162,18 @@ def _read_file(path: str) -> bytes:
 
 
 def _printer(t0: float) -> Any:
-    last_state: list[str | None] = [None]
+    last: list[str] = [""]
 
     def show(item: Any) -> None:
         stamp = f"{time.time() - t0:7.2f}s"
         if isinstance(item, StatusMessage):
-            if item.state != last_state[0] or not item.online:
-                print(
-                    f"{stamp}   status: {item.state} online={item.online} boot={item.boot} "
-                    f"sleep_allowed={item.sleep_allowed} volume={item.volume}"
-                )
-                last_state[0] = item.state
+            line = (
+                f"status: {item.state} online={item.online} boot={item.boot} "
+                f"sleep_allowed={item.sleep_allowed} language={item.language} volume={item.volume}"
+            )
+            if line != last[0]:
+                print(f"{stamp}   {line}")
+                last[0] = line
         elif isinstance(item, BadMessage):
             print(f"{stamp} ✘ invalid message on {item.topic}: {item.error}")
         else:

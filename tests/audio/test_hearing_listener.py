@@ -72,7 +72,9 @@ def hearing_utterance(hearing_say: Callable[[str], FloatArray]) -> FloatArray:
     return hearing_say("Turn on the lights in the kitchen.")
 
 
-async def test_wav_gives_ordered_events(hearing_transcriber: WhisperTranscriber, hearing_utterance: FloatArray) -> None:
+async def test_wav_gives_ordered_events(
+    hearing_transcriber: WhisperTranscriber, hearing_utterance: FloatArray
+) -> None:
     listener, mic, rec = make(hearing_transcriber)
     await listener.open()
     await listener.open()  # safe twice
@@ -97,7 +99,9 @@ async def test_two_utterances_are_closed_in_order(
 ) -> None:
     listener, mic, rec = make(hearing_transcriber)
     await listener.open()
-    mic.feed(np.concatenate([hearing_say("Yes."), np.zeros(16000, np.float32), hearing_say("What time is it?")]))
+    mic.feed(
+        np.concatenate([hearing_say("Yes."), np.zeros(16000, np.float32), hearing_say("What time is it?")])
+    )
     await rec.wait_for(lambda e: closes(e) and e.utterance == "u2")  # type: ignore[union-attr]
     await listener.aclose()
     for uid in ("u1", "u2"):
@@ -196,7 +200,9 @@ async def test_unplugged_microphone_is_reopened(
     await listener.aclose()
 
 
-async def test_missing_device_at_open_is_reported_and_retried(hearing_transcriber: WhisperTranscriber) -> None:
+async def test_missing_device_at_open_is_reported_and_retried(
+    hearing_transcriber: WhisperTranscriber,
+) -> None:
     listener, mic, rec = make(hearing_transcriber)
     mic.unplug()
     await listener.open()

@@ -21,7 +21,9 @@ ACCEPT = 0.4
 def test_jfk_is_transcribed_with_high_confidence(
     hearing_transcriber: WhisperTranscriber, hearing_settings: HearingSettings
 ) -> None:
-    res = transcribe_clip(load_clip(HEARING_SPEECH_DIR / "jfk/jfk.flac"), hearing_transcriber, hearing_settings)
+    res = transcribe_clip(
+        load_clip(HEARING_SPEECH_DIR / "jfk/jfk.flac"), hearing_transcriber, hearing_settings
+    )
     assert "ask not what your country can do for you" in normalise_for_wer(res.text)
     assert res.confidence >= ACCEPT
     assert res.language == "en" and res.audio_ms == 11000 and res.decode_ms > 0
@@ -88,7 +90,12 @@ def test_pause_inside_sentence_is_one_utterance_and_first_word_kept(
     hearing_say: Callable[[str], FloatArray],
 ) -> None:
     clip = np.concatenate(
-        [hearing_silence(0.6), hearing_say("Turn on the lights"), hearing_silence(0.3), hearing_say("in the kitchen")]
+        [
+            hearing_silence(0.6),
+            hearing_say("Turn on the lights"),
+            hearing_silence(0.3),
+            hearing_say("in the kitchen"),
+        ]
     )
     clip = np.concatenate([clip, hearing_silence(1.0)]) + hearing_noise(len(clip) / 16000 + 1.0, -65)
     events = segment_audio(clip, hearing_settings)

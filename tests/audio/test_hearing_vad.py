@@ -112,10 +112,14 @@ def test_flush_ends_utterance(settings: HearingSettings) -> None:
 def test_detector_rejects_quiet_and_steady_noise() -> None:
     det = SpeechDetector(HearingSettings(vad_aggressiveness=0))
     rng = np.random.default_rng(0)
-    quiet = [det.is_speech((rng.standard_normal(FRAME) * 10 ** (-62 / 20)).astype(np.float32)) for _ in range(50)]
+    quiet = [
+        det.is_speech((rng.standard_normal(FRAME) * 10 ** (-62 / 20)).astype(np.float32)) for _ in range(50)
+    ]
     assert not any(quiet)  # below the -55 dBFS energy gate
     det = SpeechDetector(HearingSettings(vad_aggressiveness=0))
-    noise = [det.is_speech((rng.standard_normal(FRAME) * 10 ** (-35 / 20)).astype(np.float32)) for _ in range(400)]
+    noise = [
+        det.is_speech((rng.standard_normal(FRAME) * 10 ** (-35 / 20)).astype(np.float32)) for _ in range(400)
+    ]
     assert sum(noise[-100:]) == 0  # the floor adapts to steady noise
     assert det.noise_floor_db > -45
 

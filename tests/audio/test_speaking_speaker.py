@@ -295,3 +295,20 @@ async def test_aclose_finishes_open_replies(speaking_voice: Any) -> None:
     await speaker.aclose()
     assert [type(e) for e in rec.of("open")][-1] is PlaybackFinished
     assert [(type(e), e.interrupted) for e in rec.of("next")] == [(PlaybackFinished, True)]  # type: ignore[union-attr]
+
+
+async def test_speaker_whose_start_failed_closes_replies_instead_of_hanging(speaking_fake_sd: Any) -> None:
+    rec = Recorder()
+    speaker = Speaker(
+        SpeakingSettings(output_device="HDMI"),
+        make_sink(SpeakingSettings(output_device="HDMI"), backend=speaking_fake_sd),
+        rec,
+    )
+    with pytest.raises(OutputDeviceUnavailable):
+        await speaker.start()
+    speaker.speak("x", "Hello", final=False)
+    speaker.speak("x", " there.", final=True)
+    assert [(type(e), e.interrupted) for e in rec.of("x")] == [(PlaybackFinished, True)]  # type: ignore[union-attr]
+    speaker.stop()
+    await speaker.aclose()
+    assert not speaker.busy

@@ -87,3 +87,49 @@ async def test_demo_conversation(harness: AgentHarness, user_voice: UserVoice, d
     print("\n".join(lines))
     assert result.ok, "\n".join(lines[-25:]) + f"\n--- daemon log ---\n{daemon.log(30)}"
     assert len(result.turns) == 7
+    _assert_story(harness)
+
+
+def _assert_story(h: AgentHarness) -> None:
+    """The demo's milestones happened in this order (commands sent and events received, by time)."""
+    timeline: list[tuple[float, str]] = []
+    for sent in h.sent:
+        cmd = sent.command
+        if cmd is None:
+            continue
+        if cmd.type == "say":
+            timeline.append((sent.sent, f"say {cmd.text}"))
+        elif cmd.type == "sleep_allowed":
+            timeline.append((sent.sent, f"sleep_allowed {cmd.value}"))
+    for ev in h.events:
+        if ev.type in ("wake", "sleep_ignored", "asleep", "transcript"):
+            detail = f" {ev.confidence:.2f}" if ev.type == "transcript" else ""
+            timeline.append((ev.ts, ev.type + detail))
+    timeline.sort()
+    story = [what for _, what in timeline]
+    milestones = [
+        ("wake", lambda w: w == "wake"),
+        ("greeting", lambda w: "How are you" in w),
+        (
+            "offer",
+            lambda w: w.startswith("say") and "memory game" in w.lower() and "Which would you like" in w,
+        ),
+        ("poorly heard turn", lambda w: w.startswith("transcript") and float(w.split()[-1]) < 0.4),
+        ("not caught", lambda w: "didn't catch" in w),
+        ("activity started, sleep not allowed", lambda w: w == "sleep_allowed False"),
+        ("stray sleep ignored", lambda w: w == "sleep_ignored"),
+        ("activity left", lambda w: w == "sleep_allowed True"),
+        ("goodbye", lambda w: w.startswith("say") and "[sleep]" in w),
+        ("asleep", lambda w: w == "asleep"),
+    ]
+    position = 0
+    for name, matches in milestones:
+        found = next((i for i in range(position, len(story)) if matches(story[i])), None)
+        assert found is not None, (
+            f"milestone {name!r} missing after {story[position - 1 : position + 1]}: {story}"
+        )
+        position = found + 1
+    # the poorly heard turn changed nothing: between it and the next clear transcript, no mode change
+    poor = next(i for i, w in enumerate(story) if w.startswith("transcript") and float(w.split()[-1]) < 0.4)
+    nxt = next(i for i in range(poor + 1, len(story)) if story[i].startswith("transcript"))
+    assert not any(w.startswith("sleep_allowed") or w == "asleep" for w in story[poor:nxt]), story[poor:nxt]

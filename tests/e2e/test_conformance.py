@@ -37,7 +37,7 @@ def test_suite_lists_every_required_behaviour() -> None:
         "wake_greeting", "goodbye_then_sleep", "goodbye_tag", "idle_sleep", "activity_blocks_sleep",
         "activity_starts_during_goodbye", "stop_mid_reply", "streamed_reply", "typed_text",
         "voice_transcript", "mumble_heard_poorly", "duplicate_command", "expired_command", "malformed_commands",
-        "say_while_asleep", "restart_keeps_sleep_allowed", "contract",
+        "say_while_asleep", "restart_keeps_sleep_allowed", "asleep_hears_nothing", "contract",
     }  # fmt: skip
     assert required <= set(NAMES)
     assert NAMES[-1] == "contract"

@@ -31,7 +31,9 @@ async def test_failed_step_reports_what_arrived_and_stops(mosquitto: Mosquitto) 
 
     lines: list[str] = []
     async with AgentHarness(mosquitto.url, device_id="nobody") as h:
-        result = await run_scenario(Scenario("demo_fail", "fails", body), ScenarioContext(h, log=lines.append))
+        result = await run_scenario(
+            Scenario("demo_fail", "fails", body), ScenarioContext(h, log=lines.append)
+        )
     assert not result.ok
     assert reached == ["first"]
     assert [(s.name, s.ok) for s in result.steps] == [("typed text is echoed", True), ("device wakes", False)]
@@ -48,7 +50,9 @@ async def test_crash_outside_steps_is_a_failure(mosquitto: Mosquitto) -> None:
         raise RuntimeError("boom")
 
     async with AgentHarness(mosquitto.url, device_id="nobody") as h:
-        result = await run_scenario(Scenario("crash", "crashes", body), ScenarioContext(h, log=lambda _: None))
+        result = await run_scenario(
+            Scenario("crash", "crashes", body), ScenarioContext(h, log=lambda _: None)
+        )
     assert not result.ok and "RuntimeError: boom" in result.error
 
 

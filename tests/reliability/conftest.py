@@ -46,6 +46,8 @@ async def harness(mosquitto: Mosquitto, daemon: DaemonProcess) -> AsyncIterator[
 
 
 @pytest.fixture
-def runner(mosquitto: Mosquitto, daemon: DaemonProcess, harness: AgentHarness, speech_wav: bytes) -> FaultRunner:
+def runner(
+    mosquitto: Mosquitto, daemon: DaemonProcess, harness: AgentHarness, speech_wav: bytes
+) -> FaultRunner:
     """The fault runner over the fixtures above."""
     return FaultRunner(mosquitto, daemon, harness, ReliabilityReport(), seed=7, speech_wav=speech_wav)

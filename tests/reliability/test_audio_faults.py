@@ -12,8 +12,8 @@ import pytest
 
 from agent_link.harness.client import AgentHarness
 from agent_link.outbox import OutboxError
-from audio.speaker import Speaker
 from audio.sounddevice_sink import SoundDeviceSink
+from audio.speaker import Speaker
 from device.config import Config
 from device.state import Phase
 from tests.audio.speaking_fakes import FakeSoundDevice
@@ -169,7 +169,7 @@ async def test_outbox_disk_full_is_reported_and_the_device_keeps_serving(
     mosquitto: Mosquitto, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     state = tmp_path / "state"
-    mounted = _mount_tmpfs(state, "2m")
+    mounted = await asyncio.to_thread(_mount_tmpfs, state, "2m")
     try:
         config = sim_config(mosquitto.url, "rel-disk", state)
         async with AgentHarness(mosquitto.url, device_id="rel-disk") as harness, RunningDaemon(config) as rt:
@@ -177,8 +177,9 @@ async def test_outbox_disk_full_is_reported_and_the_device_keeps_serving(
             seq_before = rt.outbox.last_seq
             with caplog.at_level(logging.ERROR):
                 if mounted:
-                    filler = _fill(state)
+                    filler = await asyncio.to_thread(_fill, state)
                 else:  # no tmpfs (not root): the outbox's disk-full error, injected
+
                     def full(*args: Any, **kwargs: Any) -> Any:
                         raise OutboxError("cannot store event in outbox: database or disk is full")
 
@@ -204,4 +205,4 @@ async def test_outbox_disk_full_is_reported_and_the_device_keeps_serving(
             assert mounted or "database or disk is full" in caplog.text
     finally:
         if mounted:
-            subprocess.run(["umount", "-l", str(state)], capture_output=True)
+            await asyncio.to_thread(subprocess.run, ["umount", "-l", str(state)], capture_output=True)

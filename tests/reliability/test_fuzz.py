@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
@@ -27,10 +28,9 @@ def test_fuzzer_is_deterministic_and_mixes_valid_and_malformed() -> None:
 
 async def test_fuzz_2000_inputs(runner: FaultRunner) -> None:
     count = int(os.environ.get("RF_FUZZ_COUNT", "2000"))
-    Path(PWNED_MARKER).unlink(missing_ok=True)
+    await asyncio.to_thread(Path(PWNED_MARKER).unlink, missing_ok=True)
     await runner.start_daemon()
-    problems = runner.fuzz(count, seed=11)
-    problems = await problems
+    problems = await runner.fuzz(count, seed=11)
     problems += runner.verify()
     print(runner.report.summary())
     assert not problems, "\n".join(problems[:40])

@@ -1,0 +1,68 @@
+"""``transcribe --json`` and ``eval confidence`` through ``audio.cli_hearing.register``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from audio import cli_hearing
+from tests.audio.conftest import HEARING_SPEECH_DIR
+
+JFK = "And so my fellow Americans, ask not what your country can do for you, ask what you can do for your country."
+
+
+def run(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="robot-face")
+    sub = parser.add_subparsers(dest="command", required=True)
+    bench = sub.add_parser("bench").add_subparsers(dest="bench_what", required=True)
+    cli_hearing.register(sub, bench)
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+def test_transcribe_json(capsys: pytest.CaptureFixture[str]) -> None:
+    files = [HEARING_SPEECH_DIR / "jfk/jfk.flac", HEARING_SPEECH_DIR / "nonspeech/processing.wav"]
+    assert run(["transcribe", "--json", *map(str, files)]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [o["file"] for o in lines] == [str(f) for f in files]
+    for o in lines:
+        assert set(o) == {"file", "text", "confidence", "language", "audio_ms", "decode_ms"}
+        assert 0.0 <= o["confidence"] <= 1.0 and o["language"] == "en"
+    jfk, chime = lines
+    assert "fellow americans" in jfk["text"].lower() and jfk["confidence"] >= 0.4 and jfk["audio_ms"] == 11000
+    assert chime["text"] == "" or chime["confidence"] < 0.4
+
+
+def test_transcribe_bad_file_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.wav"
+    bad.write_bytes(b"not audio at all")
+    assert run(["transcribe", "--json", str(bad)]) == 1
+    assert "cannot read audio" in capsys.readouterr().err
+
+
+def test_eval_confidence_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = ["relpath\ttranscript\tkind"]
+    for rel, text, kind in [
+        ("fsdd/4_jackson_1.wav", "four", "speech"),
+        ("fsdd/7_nicolas_2.wav", "seven", "speech"),
+        ("jfk/jfk.flac", JFK, "speech"),
+        ("nonspeech/wake_word_triggered.flac", "", "nonspeech"),
+    ]:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(HEARING_SPEECH_DIR / rel, tmp_path / rel)
+        rows.append(f"{rel}\t{text}\t{kind}")
+    (tmp_path / "manifest.tsv").write_text("\n".join(rows) + "\n")
+    assert run(["eval", "confidence", str(tmp_path), "--rows", str(tmp_path / "rows.jsonl")]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["clips"] == 4 and report["speech_clips"] == 3 and report["nonspeech_clips"] == 1
+    assert 0.0 <= report["wer"] < 0.2
+    assert report["nonspeech_rejected_share"] == 1.0
+    assert len((tmp_path / "rows.jsonl").read_text().splitlines()) == 4
+
+
+def test_eval_without_manifest(tmp_path: Path) -> None:
+    assert run(["eval", "confidence", str(tmp_path)]) == 2

@@ -1,0 +1,60 @@
+"""The fleet simulator: real orchestrator + outbox + gate + link per device, one agent connection."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from agent_link.fleet import InstantSpeaker, run_fleet
+from agent_link.fleet_cli import register
+from audio.events import PlaybackFinished, PlaybackStarted
+from tests.broker import Mosquitto
+
+pytestmark = pytest.mark.timeout(180)
+
+
+async def test_instant_speaker_plays_and_stops() -> None:
+    got: list[object] = []
+    speaker = InstantSpeaker(got.append, seconds_per_char=0.001, max_s=0.05)
+    speaker.speak("a", "Hello", final=False)
+    speaker.speak("a", " there", final=True)
+    speaker.speak("b", "Second", final=False)
+    await asyncio.sleep(0.1)
+    speaker.stop()
+    kinds = [(type(e).__name__, e.say, getattr(e, "interrupted", None)) for e in got]  # type: ignore[attr-defined]
+    assert kinds == [
+        ("PlaybackStarted", "a", None),
+        ("PlaybackStarted", "b", None),
+        ("PlaybackFinished", "a", False),
+        ("PlaybackFinished", "b", True),
+    ]
+    assert isinstance(got[0], PlaybackStarted) and isinstance(got[-1], PlaybackFinished)
+
+
+async def test_fleet_of_25_devices_converses_without_violations(mosquitto: Mosquitto, tmp_path: Path) -> None:
+    report = await run_fleet(mosquitto.url, 25, tmp_path / "fleet", conversations=2)
+    print(report.summary())
+    assert report.failed == 0 and report.conversations == 50
+    assert report.violations == []
+    assert set(report.latencies_ms) == {
+        "sim/tap → wake", "sim/text → transcript", "say → playback_started", "sleep → asleep",
+    }  # fmt: skip
+    assert all(len(v) == 50 for v in report.latencies_ms.values())
+    assert report.messages >= 50 * 4 * 2  # each step: a command and at least one event
+    assert report.rss_per_device_kib > 0
+
+
+def test_sim_fleet_command_prints_json(capsys: pytest.CaptureFixture[str]) -> None:
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers()
+    bench = sub.add_parser("bench").add_subparsers()
+    register(sub, bench)
+    args = parser.parse_args(["sim-fleet", "5", "--json"])
+    assert args.func(args) == 0
+    line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert line["devices"] == 5 and line["conversations"] == 5 and line["violations"] == 0
+    assert line["p99_ms"] >= line["median_ms"] > 0
