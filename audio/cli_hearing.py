@@ -8,6 +8,7 @@ import logging
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -150,6 +151,8 @@ def _bench_utterances(args: argparse.Namespace) -> list[tuple[str, FloatArray]]:
 
 
 def _bench_stt(args: argparse.Namespace) -> int:
+    from audio.eval_confidence import word_errors
+
     settings = _settings(args)
     stt = _load(settings)
     utts = _bench_utterances(args)
@@ -157,35 +160,37 @@ def _bench_stt(args: argparse.Namespace) -> int:
         print("no 1–8 s utterances found", file=sys.stderr)
         return 2
     durations = [len(a) / 16000 for _, a in utts]
-    print(
-        f"{len(utts)} utterances, {min(durations):.1f}–{max(durations):.1f} s, threads={settings.stt_threads}"
-    )
-    stt.transcribe(utts[0][1])  # warm-up
-    stt.transcribe_baseline(utts[0][1])
-
-    def run(name: str, fn: object) -> tuple[float, float, float]:
-        times, errs, words = [], 0, 0
-        for ref, audio in utts:
-            t0 = time.perf_counter()
-            text = fn(audio)  # type: ignore[operator]
-            times.append(time.perf_counter() - t0)
-            from audio.eval_confidence import word_errors
-
-            errs += word_errors(ref, text)
-            words += len(normalise_for_wer(ref).split())
-        med = statistics.median(times)
-        p95 = float(np.percentile(times, 95))
-        wer = errs / max(1, words)
-        print(f"{name:34s} median {med * 1000:6.0f} ms   p95 {p95 * 1000:6.0f} ms   WER {wer * 100:5.1f} %")
-        return med, p95, wer
-
-    ours = run(f"short window (beam {settings.stt_beam_size})", lambda a: stt.transcribe(a).text)
+    print(f"{len(utts)} utterances, {min(durations):.1f}–{max(durations):.1f} s, threads={settings.stt_threads}")
+    paths: dict[str, Callable[[FloatArray], str]] = {
+        f"short window (beam {settings.stt_beam_size})": lambda a: stt.transcribe(a).text
+    }
     for beam in [int(b) for b in args.baseline_beams.split(",") if b.strip()]:
-        base_stt = WhisperTranscriber(replace(settings, stt_beam_size=beam))
-        base_stt._model, base_stt._tokenizer = stt.model, stt._tokenizer  # share the loaded model
-        base = run(f"faster-whisper transcribe() beam {beam}", base_stt.transcribe_baseline)
+        base = WhisperTranscriber(replace(settings, stt_beam_size=beam))
+        base._model, base._tokenizer = stt.model, stt._tokenizer  # share the loaded model
+        paths[f"faster-whisper transcribe() beam {beam}"] = base.transcribe_baseline
+    for fn in paths.values():  # warm-up
+        fn(utts[0][1])
+    times: dict[str, list[float]] = {name: [] for name in paths}
+    errors = dict.fromkeys(paths, 0)
+    words = 0
+    for ref, audio in utts:  # interleaved, so load changes hit every path alike
+        words += len(normalise_for_wer(ref).split())
+        for name, fn in paths.items():
+            t0 = time.perf_counter()
+            text = fn(audio)
+            times[name].append(time.perf_counter() - t0)
+            errors[name] += word_errors(ref, text)
+    stats = {}
+    for name in paths:
+        med, p95 = statistics.median(times[name]), float(np.percentile(times[name], 95))
+        wer = errors[name] / max(1, words)
+        stats[name] = (med, p95, wer)
+        print(f"{name:36s} median {med * 1000:6.0f} ms   p95 {p95 * 1000:6.0f} ms   WER {wer * 100:5.1f} %")
+    ours_name = next(iter(paths))
+    ours = stats[ours_name]
+    for name, base_stats in list(stats.items())[1:]:
         print(
-            f"  → ours/baseline(beam {beam}): median {ours[0] / base[0]:.2f}×, p95 {ours[1] / base[1]:.2f}×, "
-            f"WER {(ours[2] - base[2]) * 100:+.1f} points"
+            f"  ours vs {name}: median {ours[0] / base_stats[0]:.2f}x, p95 {ours[1] / base_stats[1]:.2f}x, "
+            f"WER {(ours[2] - base_stats[2]) * 100:+.1f} points"
         )
     return 0

@@ -112,7 +112,7 @@ def _assert_story(h: AgentHarness) -> None:
         ("greeting", lambda w: "How are you" in w),
         (
             "offer",
-            lambda w: w.startswith("say") and "memory game" in w.lower() and "Which would you like" in w,
+            lambda w: w.startswith("say") and "memory game" in w.lower(),
         ),
         ("poorly heard turn", lambda w: w.startswith("transcript") and float(w.split()[-1]) < 0.4),
         ("not caught", lambda w: "didn't catch" in w),
