@@ -39,6 +39,8 @@ LONG_REPLY = (
 )
 PWNED_MARKER = "/tmp/robot-face-pwned"
 """The file hostile fuzz payloads try to create; it must never appear."""
+_TAG = re.compile(r"\[[^\]]*\]?")
+_STUCK = " (known bug: tag-only first chunk stays open after stop, tests/reliability/test_stuck_reply.py)"
 _STORED = re.compile(r"device\.runtime: → (\w+) #(\d+)")
 _BOOT = re.compile(r"device (\S+) boot (\d+)")
 
@@ -348,9 +350,13 @@ class FaultRunner:
         sent_at = time.time()
         expected: dict[str, Any] = {}
         executed = 0
+        seen: set[str] = set()
         for item in valid:
             cmd = item.command
             assert cmd is not None
+            if cmd.id in seen:
+                continue  # a later command reusing an id is a duplicate: not executed, not answered
+            seen.add(cmd.id)
             expired = cmd.expires_at is not None and cmd.expires_at < sent_at
             if expired:
                 if reasons.get(cmd.id) != "expired":
@@ -362,7 +368,8 @@ class FaultRunner:
                 continue
             if cmd.type == "say":
                 if cmd.id not in reasons and cmd.say not in finished:
-                    problems.append(f"valid say {cmd.id} neither played nor rejected")
+                    known = "" if cmd.final or _TAG.sub("", cmd.text).strip() else _STUCK
+                    problems.append(f"valid say {cmd.id} neither played nor rejected{known}")
                 executed += cmd.id not in reasons
             elif cmd.type == "sleep_allowed":
                 expected["sleep_allowed"] = cmd.value

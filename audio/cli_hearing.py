@@ -153,6 +153,7 @@ def _bench_utterances(args: argparse.Namespace) -> list[tuple[str, FloatArray]]:
 def _bench_stt(args: argparse.Namespace) -> int:
     from audio.eval_confidence import word_errors
 
+    logging.getLogger("faster_whisper").setLevel(logging.WARNING)  # it logs every transcribe() call
     settings = _settings(args)
     stt = _load(settings)
     utts = _bench_utterances(args)
@@ -160,7 +161,9 @@ def _bench_stt(args: argparse.Namespace) -> int:
         print("no 1–8 s utterances found", file=sys.stderr)
         return 2
     durations = [len(a) / 16000 for _, a in utts]
-    print(f"{len(utts)} utterances, {min(durations):.1f}–{max(durations):.1f} s, threads={settings.stt_threads}")
+    print(
+        f"{len(utts)} utterances, {min(durations):.1f}–{max(durations):.1f} s, threads={settings.stt_threads}"
+    )
     paths: dict[str, Callable[[FloatArray], str]] = {
         f"short window (beam {settings.stt_beam_size})": lambda a: stt.transcribe(a).text
     }

@@ -15,6 +15,7 @@ import math
 import re
 from dataclasses import asdict, dataclass
 from functools import lru_cache
+from itertools import pairwise
 from pathlib import Path
 
 _LOGGER = logging.getLogger(__name__)
@@ -48,6 +49,12 @@ FILLER_PHRASES = frozenset(
     }
 )
 """Texts Whisper is known to invent over near-silence and noise (normalised)."""
+
+
+def has_repeated_word(text: str) -> bool:
+    """Whether a word directly follows itself in ``text`` (after normalisation)."""
+    words = normalise_text(text).split()
+    return any(a == b for a, b in pairwise(words))
 
 
 def normalise_text(text: str) -> str:
@@ -85,6 +92,10 @@ class ConfidenceFeatures:
     """Number of words in the transcript."""
     filler: bool
     """The transcript is one of Whisper's typical hallucinated fillers."""
+    repeated_words: bool = False
+    """Some word directly repeats ("9 9", "thanks thanks"), a typical short-window slip."""
+    agrees: bool = True
+    """A second decode without timestamps gave the same words (always True for long utterances)."""
 
     def as_dict(self) -> dict[str, float]:
         """Features as a plain dict (for JSON and fitting)."""
@@ -111,6 +122,8 @@ def feature_vector(f: ConfidenceFeatures) -> list[float]:
         filler * f.no_speech_prob,
         filler * (level + 40.0) / 20.0,
         filler * (1.0 - f.speech_ratio),
+        1.0 if f.repeated_words else 0.0,
+        1.0 if f.agrees else 0.0,
     ]
 
 
@@ -129,6 +142,8 @@ FEATURE_NAMES = (
     "filler_x_no_speech",
     "filler_x_level",
     "filler_x_nonspeech_ratio",
+    "repeated_words",
+    "agrees",
 )
 
 
@@ -157,7 +172,7 @@ class Calibration:
 def _heuristic_calibration() -> Calibration:
     """Hand-set weights used until a fitted calibration file exists."""
     n = len(FEATURE_NAMES)
-    coef = [1.5, 0.3, 0.8, 0.3, -2.0, -1.0, -0.5, 1.0, 0.5, 0.0, -0.5, -1.0, 0.5, -1.0]
+    coef = [1.5, 0.3, 0.8, 0.3, -2.0, -1.0, -0.5, 1.0, 0.5, 0.0, -0.5, -1.0, 0.5, -1.0, -1.0, 1.0]
     return Calibration(FEATURE_NAMES, (0.0,) * n, (1.0,) * n, tuple(coef), 2.0)
 
 
@@ -189,7 +204,28 @@ def score(features: ConfidenceFeatures, calibration: Calibration | None = None) 
     return min(1.0, max(MIN_CONFIDENCE, p))
 
 
-_ONES = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"]
+_ONES = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+]
 _TENS = ["_", "_", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
 
 

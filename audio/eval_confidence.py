@@ -27,6 +27,7 @@ from audio.confidence import (
     Calibration,
     ConfidenceFeatures,
     feature_vector,
+    has_repeated_word,
     normalise_for_wer,
 )
 from audio.hearing_settings import HearingSettings
@@ -167,10 +168,22 @@ def report(rows: list[ClipRow]) -> dict[str, Any]:
 
 
 def fit_calibration(rows: list[ClipRow], l2: float = 1.0) -> Calibration:
-    """Fit a standardised L2 logistic regression (Newton/IRLS) on clips that produced text."""
-    data = [(r.features, r.correct) for r in rows if r.features is not None]
-    x = np.asarray([feature_vector(ConfidenceFeatures(**_typed(f))) for f, _ in data], dtype=np.float64)
-    y = np.asarray([1.0 if ok else 0.0 for _, ok in data])
+    """Fit a standardised L2 logistic regression (Newton/IRLS) on clips that produced text.
+
+    Goodbye phrases are built in every condition (8x) while other sentences get 3 conditions, so
+    they are down-weighted to the same share; otherwise "it is a filler phrase" looks like a reason
+    to trust a transcript.
+    """
+    data = [(r.features, r.correct, r.text) for r in rows if r.features is not None]
+    sample_w = np.asarray(
+        [
+            3.0 / 8.0 if r.kind == "speech" and normalise_for_wer(r.reference) in GOODBYES else 1.0
+            for r in rows
+            if r.features is not None
+        ]
+    )
+    x = np.asarray([feature_vector(ConfidenceFeatures(**_typed(f, t))) for f, _, t in data], dtype=np.float64)
+    y = np.asarray([1.0 if ok else 0.0 for _, ok, _ in data])
     mean, scale = x.mean(axis=0), x.std(axis=0)
     scale[scale < 1e-6] = 1.0
     z = np.hstack([(x - mean) / scale, np.ones((len(x), 1))])
@@ -179,8 +192,8 @@ def fit_calibration(rows: list[ClipRow], l2: float = 1.0) -> Calibration:
     reg[-1] = 0.0
     for _ in range(50):
         p = 1.0 / (1.0 + np.exp(-np.clip(z @ w, -40, 40)))
-        grad = z.T @ (p - y) + reg * w
-        hess = (z * (p * (1 - p))[:, None]).T @ z + np.diag(reg + 1e-9)
+        grad = z.T @ (sample_w * (p - y)) + reg * w
+        hess = (z * (sample_w * p * (1 - p))[:, None]).T @ z + np.diag(reg + 1e-9)
         step = np.linalg.solve(hess, grad)
         w -= step
         if np.abs(step).max() < 1e-8:
@@ -194,11 +207,14 @@ def fit_calibration(rows: list[ClipRow], l2: float = 1.0) -> Calibration:
     )
 
 
-def _typed(f: dict[str, float]) -> dict[str, Any]:
+def _typed(f: dict[str, float], text: str = "") -> dict[str, Any]:
+    """Feature dict from JSON back to ``ConfidenceFeatures`` field types (older caches: fill gaps)."""
     out: dict[str, Any] = dict(f)
     out["fallbacks"] = int(f["fallbacks"])
     out["n_words"] = int(f["n_words"])
     out["filler"] = bool(f["filler"])
+    out["repeated_words"] = bool(f["repeated_words"]) if "repeated_words" in f else has_repeated_word(text)
+    out["agrees"] = bool(f.get("agrees", 1.0))
     return out
 
 

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from audio.confidence import FILLER_PHRASES as _FILLERS
-from audio.confidence import ConfidenceFeatures, normalise_text, score
+from audio.confidence import ConfidenceFeatures, has_repeated_word, normalise_for_wer, normalise_text, score
 from audio.hearing_settings import HearingSettings
 from audio.wav import FloatArray
 
@@ -28,6 +28,8 @@ _LOGGER = logging.getLogger(__name__)
 SAMPLE_RATE = 16000
 FULL_WINDOW_FRAMES = 3000
 """Whisper's 30 s encoder window in mel frames (10 ms each)."""
+SECOND_OPINION_MAX_S = 2.5
+"""Utterances up to this long (s) get a cheap second decode whose agreement feeds the confidence."""
 COMPRESSION_LIMIT = 2.4
 
 
@@ -60,6 +62,7 @@ class _Decode:
     compression_ratio: float
     hit_limit: bool
     repeated: bool
+    encoder_output: Any = None
 
 
 class Transcriber(Protocol):
@@ -266,7 +269,21 @@ class WhisperTranscriber:
             compression_ratio=_compression_ratio(text),
             hit_limit=n >= budget,
             repeated=repeated,
+            encoder_output=enc,
         )
+
+    def _agrees_without_timestamps(self, d: _Decode, n_samples: int) -> bool:
+        """Second opinion for short utterances: a greedy pass without timestamps over the same
+        encoder output (decoder only, cheap). Disagreement flags ambiguous audio."""
+        if n_samples > SECOND_OPINION_MAX_S * SAMPLE_RATE or d.encoder_output is None:
+            return True
+        tok = self._tokenizer
+        prompt = [*tok.sot_sequence, tok.no_timestamps]
+        res = self.model.model.generate(
+            d.encoder_output, [prompt], beam_size=1, max_length=len(prompt) + len(d.tokens) + 4
+        )[0]
+        other = tok.decode([t for t in res.sequences_ids[0] if t < tok.eot])
+        return normalise_for_wer(other) == normalise_for_wer(d.text)
 
     def _keep_segments(
         self, ids: list[int], probs: list[float], audio_s: float
@@ -357,6 +374,8 @@ class WhisperTranscriber:
                 audio_s=len(samples) / SAMPLE_RATE,
                 n_words=len(normalised.split()),
                 filler=normalised in _FILLERS,
+                repeated_words=has_repeated_word(text),
+                agrees=self._agrees_without_timestamps(d, len(samples)),
             )
             confidence = score(features)
         decode_ms = round((time.monotonic() - t0) * 1000)

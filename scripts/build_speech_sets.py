@@ -50,7 +50,20 @@ SENTENCES = (
     "Good morning.",
     "Stop.",
 )
-WORDS = ("Zero.", "One.", "Two.", "Three.", "Four.", "Five.", "Six.", "Seven.", "Eight.", "Nine.", "Hello.", "Help.")
+WORDS = (
+    "Zero.",
+    "One.",
+    "Two.",
+    "Three.",
+    "Four.",
+    "Five.",
+    "Six.",
+    "Seven.",
+    "Eight.",
+    "Nine.",
+    "Hello.",
+    "Help.",
+)
 GOODBYES = ("Thank you.", "Bye.", "Good night.", "Thank you very much.", "Goodbye.", "Thanks.")
 VOICES = {
     "train": ("piper:joe:1.0", "espeak:en-us", "espeak:en-gb", "espeak:en-gb-x-rp"),

@@ -26,7 +26,9 @@ async def hearing_openai_server() -> AsyncIterator[tuple[str, list[dict[str, Any
         upload = form["file"]
         audio, rate = decode_wav(upload.file.read())  # type: ignore[union-attr]
         fields = {k: str(v) for k, v in form.items() if k != "file"}
-        seen.append({**fields, "rate": rate, "samples": len(audio), "auth": request.headers.get("Authorization")})
+        seen.append(
+            {**fields, "rate": rate, "samples": len(audio), "auth": request.headers.get("Authorization")}
+        )
         if fields["model"] == "broken":
             return web.json_response({"error": {"message": "model exploded"}}, status=500)
         if fields["model"].startswith("gpt-4o"):
@@ -61,7 +63,8 @@ def settings(base_url: str, model: str) -> HearingSettings:
 
 
 @pytest.mark.parametrize(
-    ("model", "expected"), [("whisper-1", np.exp(-0.2) * 0.9), ("gpt-4o-transcribe", np.exp(-0.1)), ("plain", 0.0)]
+    ("model", "expected"),
+    [("whisper-1", np.exp(-0.2) * 0.9), ("gpt-4o-transcribe", np.exp(-0.1)), ("plain", 0.0)],
 )
 async def test_confidence_from_provider(
     model: str,
