@@ -13,20 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from face.state import EMOTIONS
+
 _LOGGER = logging.getLogger(__name__)
 
-EMOTIONS: tuple[str, ...] = (
-    "neutral",
-    "happy",
-    "sad",
-    "surprised",
-    "angry",
-    "thinking",
-    "confused",
-    "excited",
-    "sleepy",
-)
-"""The canonical emotion tags of protocol v1."""
 
 MAX_TAG_LENGTH = 40
 """A ``[`` not closed within this many characters is ordinary text, not a tag."""
