@@ -22,7 +22,7 @@ MAX_TAG_LENGTH = 40
 """A ``[`` not closed within this many characters is ordinary text, not a tag."""
 
 _TAG = re.compile(r"\[([A-Za-z_]+)\]")
-_OPEN_TAG = re.compile(r"\[[A-Za-z_]*$")
+_END_TAG = re.compile(r"\[[A-Za-z_]*\]?$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,11 +80,12 @@ def parse_chunk(
     source = pending + chunk
     held = ""
     if not final:
-        tail = _OPEN_TAG.search(source)
-        cut = len(source)
-        if tail and len(source) - tail.start() <= MAX_TAG_LENGTH:
+        # Hold back a tag (open or complete) at the end and the whitespace around it: whether that
+        # whitespace is spoken depends on what the next chunk starts with.
+        cut = len(source.rstrip())
+        tail = _END_TAG.search(source, 0, cut)
+        if tail and cut - tail.start() <= MAX_TAG_LENGTH:
             cut = tail.start()
-        # Trailing whitespace waits too, so a tag at the start of the next chunk collapses it.
         cut = len(source[:cut].rstrip())
         held = source[cut:]
         source = source[:cut]
