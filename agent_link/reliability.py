@@ -17,17 +17,17 @@ import random
 import re
 import time
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import aiomqtt
 
-from agent_link.harness.client import AgentHarness, HarnessTimeout
+from agent_link.harness.client import AgentHarness
 from agent_link.harness.contract import check_contract, dedupe_redeliveries
 from agent_link.messages import Event
 from agent_link.reliability_daemon import DaemonProcess
 from agent_link.reliability_fuzz import MALFORMED_REASONS, FuzzInput, PayloadFuzzer
+from agent_link.reliability_report import Broker, ReliabilityReport, current_boot, stored_events
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -41,84 +41,6 @@ PWNED_MARKER = "/tmp/robot-face-pwned"
 """The file hostile fuzz payloads try to create; it must never appear."""
 _TAG = re.compile(r"\[[^\]]*\]?")
 _STUCK = " (known bug: tag-only first chunk stays open after stop, tests/reliability/test_stuck_reply.py)"
-_STORED = re.compile(r"device\.runtime: → (\w+) #(\d+)")
-_BOOT = re.compile(r"device (\S+) boot (\d+)")
-
-
-class Broker(Protocol):
-    """What the runner needs from a broker (``agent_link.broker.Mosquitto`` fits)."""
-
-    host: str
-    port: int
-
-    @property
-    def url(self) -> str: ...
-
-    def start(self, timeout: float = 10.0) -> None: ...
-
-    def stop(self) -> None: ...
-
-    def kill(self) -> None: ...
-
-
-@dataclass
-class ReliabilityReport:
-    """What a run did and found; ``lost`` and ``violations`` must stay empty."""
-
-    runs: int = 0
-    """Scenario runs completed."""
-    faults: Counter[str] = field(default_factory=Counter)
-    """Faults injected, by kind."""
-    events_checked: int = 0
-    """Distinct events checked against the contract."""
-    lost: int = 0
-    """Events the daemon stored that never reached the agent."""
-    violations: list[str] = field(default_factory=list)
-    """Broken promises, readable."""
-    timings: dict[str, list[float]] = field(default_factory=dict)
-    """Measured durations in seconds (reconnect, LWT, notice, recovery, restart)."""
-    fuzz: Counter[str] = field(default_factory=Counter)
-    """Fuzz inputs by outcome (sent, malformed, rejected, valid, executed...)."""
-
-    def timing(self, name: str, seconds: float) -> None:
-        """Record one measurement."""
-        self.timings.setdefault(name, []).append(seconds)
-
-    def summary(self) -> str:
-        """The figures as printed by the bench."""
-        lines = [
-            f"runs: {self.runs}",
-            f"faults injected: {sum(self.faults.values())} ({', '.join(f'{k} {v}' for k, v in sorted(self.faults.items()))})",
-            f"events checked: {self.events_checked}",
-            f"lost: {self.lost}",
-            f"violations: {len(self.violations)}",
-        ]
-        for name, values in sorted(self.timings.items()):
-            values = sorted(values)
-            mid = values[len(values) // 2]
-            lines.append(f"{name}: n={len(values)} median {mid:.2f} s, max {values[-1]:.2f} s")
-        if self.fuzz:
-            lines.append("fuzz: " + ", ".join(f"{k} {v}" for k, v in sorted(self.fuzz.items())))
-        lines.extend(f"  VIOLATION {v}" for v in self.violations[:50])
-        return "\n".join(lines)
-
-
-def stored_events(daemon_log: str) -> set[tuple[int, int]]:
-    """``(boot, seq)`` of every event the daemon logged as stored in its outbox."""
-    stored: set[tuple[int, int]] = set()
-    boot = 0
-    for line in daemon_log.splitlines():
-        if m := _BOOT.search(line):
-            boot = int(m.group(2))
-        elif (m := _STORED.search(line)) and boot:
-            stored.add((boot, int(m.group(2))))
-    return stored
-
-
-def current_boot(daemon: DaemonProcess) -> int:
-    """The boot number of the daemon's latest start (0 before its first log line)."""
-    boots = _BOOT.findall(daemon.log())
-    return int(boots[-1][1]) if boots else 0
 
 
 class FaultRunner:
@@ -164,9 +86,10 @@ class FaultRunner:
         if self.harness.status is not None and self.harness.status.state == "asleep":
             raise AssertionError("device still asleep after a tap")
 
-    async def set_settings(self) -> None:
-        """Random ``sleep_allowed`` / ``volume``, remembered as what must survive a restart."""
-        allowed = self.rng.random() < 0.5
+    async def set_settings(self, allowed: bool | None = None) -> None:
+        """Random (or given) ``sleep_allowed`` and random ``volume``, remembered as what must survive a
+        restart."""
+        allowed = self.rng.random() < 0.5 if allowed is None else allowed
         volume = round(self.rng.uniform(0.1, 1.0), 2)
         await self.harness.sleep_allowed(allowed)
         await self.harness.config(volume=volume)
@@ -177,7 +100,7 @@ class FaultRunner:
     async def kill_cycle(self, moment: str) -> None:
         """Kill -9 the daemon at ``moment`` of a conversation, restart it, check its state."""
         await self.ensure_awake()
-        await self.set_settings()
+        await self.set_settings(True if moment == "goodbye_before_sleep" else None)
         self.harness.mark()
         if moment == "mid_utterance":
             if self.speech_wav is None:
@@ -439,12 +362,3 @@ async def _elapsed(awaitable: Any, t0: float) -> float:
 
 def _unknown(command_id: str) -> bytes:
     return json.dumps({"v": 1, "type": "no_such_type", "id": command_id}).encode()
-
-
-async def expect_no_event(harness: AgentHarness, event_type: str, within: float) -> None:
-    """Fail if ``event_type`` arrives within ``within`` seconds."""
-    try:
-        await harness.wait_for(event_type, timeout=within)
-    except HarnessTimeout:
-        return
-    raise AssertionError(f"unexpected {event_type} within {within:.1f} s")

@@ -107,20 +107,20 @@ async def test_device_reads_and_writes_only_its_own_topics(fleet: FleetBroker) -
 
 async def test_anonymous_wrong_password_and_rogue_certificate_are_refused(fleet: FleetBroker) -> None:
     anonymous = aiomqtt.Client("127.0.0.1", fleet.agent_port, protocol=aiomqtt.ProtocolVersion.V5,
-                               tls_context=tls(fleet))  # fmt: skip
+                               tls_context=tls(fleet), timeout=3)  # fmt: skip
     with pytest.raises(aiomqtt.MqttError):
         async with anonymous:
             pass
     bad = aiomqtt.Client("127.0.0.1", fleet.device_port, identifier="dev1", username="dev1", password="nope",
-                         protocol=aiomqtt.ProtocolVersion.V5, tls_context=tls(fleet, "dev1"))  # fmt: skip
+                         protocol=aiomqtt.ProtocolVersion.V5, tls_context=tls(fleet, "dev1"), timeout=3)  # fmt: skip
     with pytest.raises(aiomqtt.MqttError):
         async with bad:
             pass
     with pytest.raises((aiomqtt.MqttError, ssl.SSLError, OSError)):
-        async with device(fleet, "dev1", cert="rogue"):
+        async with device(fleet, "dev1", cert="rogue", timeout=3):
             pass
     with pytest.raises((aiomqtt.MqttError, ssl.SSLError, OSError)):  # no client certificate at all
-        async with device(fleet, "dev1", cert=None):
+        async with device(fleet, "dev1", cert=None, timeout=3):
             pass
 
 
