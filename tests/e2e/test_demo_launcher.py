@@ -49,5 +49,5 @@ def test_ctrl_c_stops_broker_and_device(tmp_path_factory: pytest.TempPathFactory
     lines += rest.splitlines()
     assert proc.returncode == 130, "\n".join(lines)
     assert any("device stopped (exit 0)" in line for line in lines), "\n".join(lines[-20:])
-    gone, alive = psutil.wait_procs(children, timeout=5)
+    _gone, alive = psutil.wait_procs(children, timeout=5)
     assert not alive, f"left running: {alive}"
