@@ -153,7 +153,7 @@ async def _reliability(args: argparse.Namespace, work: Path) -> Any:
             for i in range(args.outages):
                 print(f"broker outage #{i + 1}", flush=True)
                 await runner.broker_outage(kill=i % 2 == 1, down_s=0.5 + i % 3)
-            runner.verify(allow_open=True)
+            await runner.verify(allow_open=True)
             opened = runner.open_utterances()
             if opened:
                 print(f"note: {len(opened)} utterance(s) left open by killed boots (known daemon bug)")
@@ -170,7 +170,7 @@ async def _reliability(args: argparse.Namespace, work: Path) -> Any:
                     for i in range(args.partitions):
                         print(f"network partition #{i + 1}", flush=True)
                         await runner.partition(proxy)
-                    runner.verify()
+                    await runner.verify()
             finally:
                 await proxy.close()
         if args.fuzz:
@@ -180,5 +180,5 @@ async def _reliability(args: argparse.Namespace, work: Path) -> Any:
                 await runner.start_daemon()
                 print(f"fuzzing {args.fuzz} inputs", flush=True)
                 await runner.fuzz(args.fuzz, seed=args.seed)
-                runner.verify()
+                await runner.verify()
     return total

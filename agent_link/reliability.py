@@ -172,13 +172,14 @@ class FaultRunner:
         self.report.timing("partition → Last Will", will_s)
         self.report.timing("partition → device noticed", notice_s)
         self.harness.mark()
-        await self.harness.sim_text("are you still there")  # queued by the broker in the device's session
+        text = f"are you still there {self.report.faults['network partition']}"
+        await self.harness.sim_text(text)  # queued by the broker in the device's session
         await asyncio.sleep(max(0.0, stall_s - (time.monotonic() - t0)))
         t1 = time.monotonic()
         proxy.resume()
         await self.harness.wait_status(online=True, boot=boot, timeout=60, new=True)
         self.report.timing("path back → device online", time.monotonic() - t1)
-        await self.harness.wait_for("transcript", timeout=30, text="are you still there")
+        await self.harness.wait_for("transcript", timeout=30, text=text)
         self.report.runs += 1
 
     async def fuzz(
@@ -315,12 +316,23 @@ class FaultRunner:
         return problems
 
     # ---- verdict -----------------------------------------------------------------------------------
-    def verify(self, allow_open: bool = False) -> list[str]:
+    async def settle(self, timeout: float = 15.0) -> None:
+        """Wait (at most ``timeout`` s) until every event the daemon stored has reached the agent."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            received = {(ev.boot, ev.seq) for ev in self.harness.events}
+            if stored_events(self.daemon.log()) <= received:
+                return
+            await asyncio.sleep(0.1)
+
+    async def verify(self, allow_open: bool = False) -> list[str]:
         """Check everything received so far; add counts and violations to the report.
 
         ``allow_open``: utterances left open by a killed boot are reported in :meth:`open_utterances`
-        instead of as violations (the daemon does not yet close them after a restart).
+        instead of as violations (the daemon does not yet close them after a restart). Waits for
+        events still in flight first (:meth:`settle`): "lost" means never arrived.
         """
+        await self.settle()
         problems = [str(v) for v in check_contract(self.harness.events, allow_open=allow_open)]
         problems += [f"invalid payload from device on {b.topic}: {b.error}" for b in self.harness.bad]
         received = {(ev.boot, ev.seq) for ev in self.harness.events}

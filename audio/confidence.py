@@ -113,7 +113,7 @@ def feature_vector(f: ConfidenceFeatures) -> list[float]:
         math.log(max(1e-4, f.mean_word_prob)),
         math.log(max(1e-4, f.min_word_prob)),
         f.no_speech_prob,
-        min(4.0, f.compression_ratio),
+        min(2.0, max(0.0, f.compression_ratio - 1.6)),  # only repetitive text; short text compresses badly
         float(min(f.fallbacks, 3)),
         f.speech_ratio,
         (level + 40.0) / 20.0,
@@ -124,6 +124,7 @@ def feature_vector(f: ConfidenceFeatures) -> list[float]:
         filler * (1.0 - f.speech_ratio),
         1.0 if f.repeated_words else 0.0,
         1.0 if f.agrees else 0.0,
+        min(f.n_words, 6) / 6.0,  # capped: training sentences are short, do not extrapolate
     ]
 
 
@@ -144,6 +145,7 @@ FEATURE_NAMES = (
     "filler_x_nonspeech_ratio",
     "repeated_words",
     "agrees",
+    "n_words_capped",
 )
 
 
@@ -172,7 +174,7 @@ class Calibration:
 def _heuristic_calibration() -> Calibration:
     """Hand-set weights used until a fitted calibration file exists."""
     n = len(FEATURE_NAMES)
-    coef = [1.5, 0.3, 0.8, 0.3, -2.0, -1.0, -0.5, 1.0, 0.5, 0.0, -0.5, -1.0, 0.5, -1.0, -1.0, 1.0]
+    coef = [1.5, 0.3, 0.8, 0.3, -2.0, -1.0, -0.5, 1.0, 0.5, 0.0, -0.5, -1.0, 0.5, -1.0, -1.0, 1.0, 0.5]
     return Calibration(FEATURE_NAMES, (0.0,) * n, (1.0,) * n, tuple(coef), 2.0)
 
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,7 +15,14 @@ from agent_link.reliability_daemon import DaemonProcess
 from tests.broker import Mosquitto
 
 SLOW = os.environ.get("RF_SLOW") == "1"
-slow = pytest.mark.skipif(not SLOW, reason="long run; set RF_SLOW=1")
+
+
+def slow(test: Callable[..., Any]) -> Callable[..., Any]:
+    """``@pytest.mark.slow``, skipped unless ``RF_SLOW=1``."""
+    marked: Callable[..., Any] = pytest.mark.slow(
+        pytest.mark.skipif(not SLOW, reason="long run; set RF_SLOW=1")(test)
+    )
+    return marked
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ async def test_broker_stopped_and_killed_during_a_reply(runner: FaultRunner) -> 
     await runner.start_daemon()
     await runner.broker_outage(kill=False)
     await runner.broker_outage(kill=True)
-    problems = runner.verify()
+    problems = await runner.verify()
     print(runner.report.summary())
     assert not problems, "\n".join(problems)
     assert runner.report.lost == 0
@@ -26,6 +26,6 @@ async def test_broker_outages_many_times(runner: FaultRunner) -> None:
     await runner.start_daemon()
     for i in range(10):
         await runner.broker_outage(kill=i % 2 == 1, down_s=0.5 + i % 3)
-    problems = runner.verify()
+    problems = await runner.verify()
     print(runner.report.summary())
     assert not problems, "\n".join(problems)

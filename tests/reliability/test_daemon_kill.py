@@ -16,7 +16,7 @@ async def test_kill_at_each_moment_keeps_state_and_loses_nothing(runner: FaultRu
     for moment in KILL_MOMENTS:
         killed_boots.append(current_boot(runner.daemon))
         await runner.kill_cycle(moment)
-    problems = runner.verify(allow_open=True)
+    problems = await runner.verify(allow_open=True)
     print(runner.report.summary())
     assert runner.report.faults.total() == len(KILL_MOMENTS)
     assert not problems, "\n".join(problems)
@@ -37,7 +37,7 @@ async def test_utterance_open_at_kill_is_closed_after_restart(runner: FaultRunne
     assert opened
     for ev in opened:
         await runner.harness.wait_for("utterance_failed", timeout=10, utterance=ev.utterance)
-    assert not runner.verify(), runner.report.summary()
+    assert not await runner.verify(), runner.report.summary()
 
 
 @slow
@@ -47,7 +47,7 @@ async def test_kill_many_times_in_a_row(runner: FaultRunner) -> None:
     for i in range(12):
         killed_boots.append(current_boot(runner.daemon))
         await runner.kill_cycle(KILL_MOMENTS[i % len(KILL_MOMENTS)])
-    problems = runner.verify(allow_open=True)
+    problems = await runner.verify(allow_open=True)
     print(runner.report.summary())
     assert not problems, "\n".join(problems)
     assert all(ev.boot in killed_boots for ev in runner.open_utterances())

@@ -31,7 +31,7 @@ async def test_fuzz_2000_inputs(runner: FaultRunner) -> None:
     await asyncio.to_thread(Path(PWNED_MARKER).unlink, missing_ok=True)
     await runner.start_daemon()
     problems = await runner.fuzz(count, seed=11)
-    problems += runner.verify()
+    problems += await runner.verify()
     print(runner.report.summary())
     assert not problems, "\n".join(problems[:40])
     assert runner.report.fuzz["malformed"] > count // 3
@@ -41,6 +41,6 @@ async def test_fuzz_2000_inputs(runner: FaultRunner) -> None:
 async def test_fuzz_10000_inputs(runner: FaultRunner) -> None:
     await runner.start_daemon()
     problems = await runner.fuzz(10_000, seed=12)
-    problems += runner.verify()
+    problems += await runner.verify()
     print(runner.report.summary())
     assert not problems, "\n".join(problems[:40])

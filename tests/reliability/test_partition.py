@@ -30,7 +30,7 @@ async def test_stalled_path_fires_the_will_and_recovers(mosquitto: Mosquitto, tm
             runner = FaultRunner(mosquitto, daemon, harness, ReliabilityReport())
             await runner.start_daemon()
             await runner.partition(proxy, stall_s=7.0)
-            problems = runner.verify()
+            problems = await runner.verify()
             print(runner.report.summary())
             print(daemon.tail(30))
             assert not problems, "\n".join(problems)
