@@ -96,6 +96,16 @@ class ConfidenceFeatures:
     """Some word directly repeats ("9 9", "thanks thanks"), a typical short-window slip."""
     agrees: bool = True
     """A second decode without timestamps gave the same words (always True for long utterances)."""
+    first_token_prob: float = 1.0
+    """Probability of the first text token (1.0 when unknown)."""
+    min_token_margin: float = 20.0
+    """Smallest log-probability margin of a chosen text token over the best other token (nats)."""
+    mean_token_margin: float = 20.0
+    """Mean log-probability margin of the chosen text tokens (nats; 20 when unknown)."""
+    max_token_entropy: float = 0.0
+    """Highest entropy of the next-token distribution over the text tokens (nats)."""
+    mean_token_entropy: float = 0.0
+    """Mean next-token entropy over the text tokens (nats)."""
 
     def as_dict(self) -> dict[str, float]:
         """Features as a plain dict (for JSON and fitting)."""

@@ -58,6 +58,8 @@ class _Decode:
     text: str
     avg_logprob: float
     token_probs: list[float]
+    token_margins: list[float]
+    token_entropies: list[float]
     no_speech_prob: float
     compression_ratio: float
     hit_limit: bool
@@ -99,14 +101,32 @@ def _compression_ratio(text: str) -> float:
     return len(raw) / max(1, len(zlib.compress(raw))) if raw else 0.0
 
 
-def _token_probs(logits: list[Any], ids: list[int]) -> list[float]:
-    """Probability of each generated token from the per-step vocabulary logits."""
-    out = []
+@dataclass(frozen=True, slots=True)
+class _StepStats:
+    """Per generated token: its probability, log-prob margin to the best other token, entropy (nats)."""
+
+    probs: list[float]
+    margins: list[float]
+    entropies: list[float]
+
+
+def _step_stats(logits: list[Any], ids: list[int]) -> _StepStats:
+    """Token probability, margin and entropy of each generated token from the per-step logits."""
+    probs, margins, entropies = [], [], []
     for step, t in zip(logits, ids, strict=False):
         z = np.asarray(step, dtype=np.float64).reshape(-1)
+        finite = np.isfinite(z)
+        z = np.where(finite, z, -np.inf)
         zmax = float(z.max())
-        out.append(math.exp(float(z[t]) - zmax - math.log(float(np.exp(z - zmax).sum()))))
-    return out
+        e = np.exp(z - zmax)
+        total = float(e.sum())
+        logp = z - zmax - math.log(total)
+        probs.append(math.exp(float(logp[t])))
+        other = float(np.max(np.delete(logp, t))) if z.size > 1 else -np.inf
+        margins.append(min(20.0, float(logp[t]) - other))
+        p = e / total
+        entropies.append(float(-(p[p > 0] * logp[p > 0]).sum()))
+    return _StepStats(probs, margins, entropies)
 
 
 def _repeat_period(tokens: list[int]) -> int:
@@ -255,8 +275,8 @@ class WhisperTranscriber:
             **kwargs,
         )[0]
         ids: list[int] = list(res.sequences_ids[0])
-        probs_all = _token_probs(res.logits[0], ids) if greedy and res.logits else []
-        tokens, probs, repeated = self._keep_segments(ids, probs_all, len(samples) / SAMPLE_RATE)
+        stats = _step_stats(res.logits[0], ids) if greedy and res.logits else _StepStats([], [], [])
+        tokens, kept, repeated = self._keep_segments(ids, stats, len(samples) / SAMPLE_RATE)
         text = tok.decode(tokens).strip()
         n = len(ids)
         avg = float(res.scores[0]) * n / (n + 1) if n else float(res.scores[0])
@@ -264,7 +284,9 @@ class WhisperTranscriber:
             tokens=tokens,
             text=text,
             avg_logprob=avg,
-            token_probs=probs,
+            token_probs=kept.probs,
+            token_margins=kept.margins,
+            token_entropies=kept.entropies,
             no_speech_prob=float(res.no_speech_prob),
             compression_ratio=_compression_ratio(text),
             hit_limit=n >= budget,
@@ -294,31 +316,32 @@ class WhisperTranscriber:
         return other == " ".join(mine)
 
     def _keep_segments(
-        self, ids: list[int], probs: list[float], audio_s: float
-    ) -> tuple[list[int], list[float], bool]:
-        """Text tokens of the segments that start inside the audio, without repeated segments."""
+        self, ids: list[int], stats: _StepStats, audio_s: float
+    ) -> tuple[list[int], _StepStats, bool]:
+        """Text tokens (and their step stats) of the segments that start inside the audio, without
+        repeated segments."""
         ts_begin = self._tokenizer.timestamp_begin
         eot = self._tokenizer.eot
-        segments: list[tuple[float, list[int], list[float]]] = []
+        segments: list[tuple[float, list[int], list[int]]] = []  # start, tokens, step indices
         start = 0.0
         cur: list[int] = []
-        cur_p: list[float] = []
+        cur_i: list[int] = []
         for i, t in enumerate(ids):
             if t >= ts_begin:
                 if cur:
-                    segments.append((start, cur, cur_p))
-                    cur, cur_p = [], []
+                    segments.append((start, cur, cur_i))
+                    cur, cur_i = [], []
                 start = (t - ts_begin) * 0.02
             elif t < eot:
                 cur.append(t)
-                cur_p.append(probs[i] if i < len(probs) else 1.0)
+                cur_i.append(i)
         if cur:
-            segments.append((start, cur, cur_p))
+            segments.append((start, cur, cur_i))
         tokens: list[int] = []
-        kept_p: list[float] = []
+        steps: list[int] = []
         repeated = False
         last: list[int] | None = None
-        for seg_start, seg, seg_p in segments:
+        for seg_start, seg, seg_i in segments:
             if seg_start > 0 and seg_start >= audio_s - 0.1:
                 repeated = True  # text placed after the audio ended: invented
                 continue
@@ -326,12 +349,17 @@ class WhisperTranscriber:
                 repeated = True
                 continue
             tokens += seg
-            kept_p += seg_p
+            steps += seg_i
             last = seg
         cut = _repeat_period(tokens)
         if cut:
-            tokens, kept_p, repeated = tokens[:cut], kept_p[:cut], True
-        return tokens, kept_p, repeated
+            tokens, steps, repeated = tokens[:cut], steps[:cut], True
+
+        def pick(values: list[float], default: float) -> list[float]:
+            return [values[i] if i < len(values) else default for i in steps]
+
+        kept = _StepStats(pick(stats.probs, 1.0), pick(stats.margins, 20.0), pick(stats.entropies, 0.0))
+        return tokens, kept, repeated
 
     def _word_probs(self, d: _Decode) -> list[float]:
         if not d.token_probs:
@@ -360,6 +388,12 @@ class WhisperTranscriber:
             # loop after repeated segments were dropped: redo on the full 30 s window.
             fallbacks += 1
             d = self._decode(samples, FULL_WINDOW_FRAMES, 0.0)
+        elif frames < FULL_WINDOW_FRAMES and has_repeated_word(d.text) and len(d.tokens) <= 6:
+            # "9 9", "0 0" for one spoken digit: a short-window slip the full window rarely makes.
+            full = self._decode(samples, FULL_WINDOW_FRAMES, 0.0)
+            fallbacks += 1
+            if normalise_text(full.text) and not _looks_looped(full):
+                d = full
         audio_ms = round(len(samples) * 1000 / SAMPLE_RATE)
         text = d.text
         if not normalise_text(text):
@@ -372,6 +406,11 @@ class WhisperTranscriber:
             features = ConfidenceFeatures(
                 avg_logprob=d.avg_logprob,
                 min_token_prob=min(d.token_probs) if d.token_probs else 1.0,
+                first_token_prob=d.token_probs[0] if d.token_probs else 1.0,
+                min_token_margin=min(d.token_margins) if d.token_margins else 20.0,
+                mean_token_margin=float(np.mean(d.token_margins)) if d.token_margins else 20.0,
+                max_token_entropy=max(d.token_entropies) if d.token_entropies else 0.0,
+                mean_token_entropy=float(np.mean(d.token_entropies)) if d.token_entropies else 0.0,
                 mean_word_prob=float(np.mean(words)),
                 min_word_prob=float(min(words)),
                 no_speech_prob=d.no_speech_prob,

@@ -21,7 +21,7 @@ from agent_link.link import MqttLink
 from agent_link.messages import StatusMessage, decode_agent_status, decode_sim_text
 from agent_link.outbox import Outbox, OutboxError
 from agent_link.protocol_error import ProtocolError
-from audio.capture import SimulatedMicrophone
+from audio.capture import AudioSource, SimulatedMicrophone
 from audio.events import AudioDeviceProblem, AudioEvent
 from audio.stt import WhisperTranscriber
 from audio.wav import WavError, load_audio
@@ -100,6 +100,7 @@ class Runtime:
         self._stopping = asyncio.Event()
         self._last_step = time.monotonic()
         self._tasks: list[asyncio.Task[Any]] = []
+        self.source: AudioSource | None = None
 
     # ---- inputs from the edges (all called on the loop) ----------------------------------------------
     def put(self, event: DeviceInput) -> None:
@@ -119,6 +120,12 @@ class Runtime:
         return TypedText(f"typed-{self.boot}-{next(self._typed)}", text, ts)
 
     def _on_message(self, kind: str, payload: bytes, received: float) -> None:
+        try:
+            self._handle_message(kind, payload, received)
+        except Exception:  # never let one bad message hurt the link
+            _LOGGER.exception("Error handling a %s message (%d bytes); continuing", kind, len(payload))
+
+    def _handle_message(self, kind: str, payload: bytes, received: float) -> None:
         if kind == "command":
             result = self.gate.check(payload, time.time())
             if isinstance(result, Rejection):
@@ -145,10 +152,12 @@ class Runtime:
                 self.put(CommandRefused(None, "invalid", detail, received))
 
     def _feed_sim_audio(self, payload: bytes) -> None:
-        if not isinstance(self.source, SimulatedMicrophone):
-            raise WavError("simulated audio needs --simulate")
         samples = load_audio(payload, self.config.hearing.sample_rate)
-        self.source.feed(samples)
+        if not isinstance(self.source, SimulatedMicrophone):
+            _LOGGER.warning("Simulated audio dropped: the microphone is not ready yet")
+            return
+        if not self.source.feed(samples):
+            _LOGGER.info("Simulated audio dropped: the microphone is closed (asleep hears nothing)")
 
     def _on_press(self, press: ButtonPress) -> None:
         if action_for(press, self.config.button) == "tap":
