@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import random
+import socket
 import ssl
 import time
 from collections.abc import Callable
@@ -29,6 +30,11 @@ from agent_link.link_settings import LinkSettings
 from agent_link.messages import StatusMessage
 from agent_link.outbox import Outbox, OutboxError
 from agent_link.topics import Topics
+
+
+class PublishRefused(aiomqtt.MqttError):
+    """The broker answered a QoS 1 PUBLISH with a failure reason code (e.g. 0x87 not authorised)."""
+
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -103,6 +109,8 @@ class MqttLink:
         self._stop = asyncio.Event()
         self._done = asyncio.Event()
         self._running = False
+        self._refusals: list[str] = []
+        self._refused_streak = 0
         self._connected = False
         self._flush_deadline = 0.0
 
@@ -135,6 +143,11 @@ class MqttLink:
                     await self._connection()
                 except MqttConnectError as err:
                     self._log_refused(err)
+                except PublishRefused as err:
+                    _LOGGER.error(
+                        "%s; the event stays in the outbox and is retried with back-off (check the broker ACL)",
+                        err,
+                    )
                 except (aiomqtt.MqttError, OSError) as err:
                     if _is_tls_failure(err):
                         _LOGGER.error(
@@ -154,7 +167,11 @@ class MqttLink:
                     break
                 if time.monotonic() - started > _STABLE_AFTER_S:
                     attempt = 0
-                delay = backoff_delay(attempt, self.settings.reconnect_min_s, self.settings.reconnect_max_s)
+                delay = backoff_delay(
+                    max(attempt, self._refused_streak),
+                    self.settings.reconnect_min_s,
+                    self.settings.reconnect_max_s,
+                )
                 attempt += 1
                 _LOGGER.info(
                     "Reconnecting to %s in %.1f s (attempt %d)", self.settings.broker, delay, attempt
@@ -205,7 +222,19 @@ class MqttLink:
             tls_context=self._tls_context() if tls else None,
             timeout=self.settings.connect_timeout_s,
             logger=logging.getLogger(f"{__name__}.paho"),
+            # No Nagle: every event and command is a small packet that should leave at once.
+            socket_options=((socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),),
         )
+        # aiomqtt drops the PUBACK reason code; keep failures so a refused event is never acked away.
+        aiomqtt_on_publish: Any = client._client.on_publish
+        self._refusals.clear()
+
+        def on_publish(c: paho.Client, userdata: Any, mid: int, reason: ReasonCode, props: Any) -> None:
+            if reason is not None and reason.is_failure:
+                self._refusals.append(str(reason))
+            aiomqtt_on_publish(c, userdata, mid, reason, props)
+
+        client._client.on_publish = on_publish
         # Acknowledge incoming QoS 1 messages only after on_message has taken them (see _read):
         # a crash before that makes the broker redeliver them. aiomqtt does not expose this setting.
         client._client.manual_ack_set(True)
@@ -306,9 +335,7 @@ class MqttLink:
             for key, payload in batch:
                 if self._stop.is_set():
                     break
-                await client.publish(
-                    self.topics.event, payload, qos=1, timeout=self.settings.publish_timeout_s
-                )
+                await self._publish(client, self.topics.event, payload, self.settings.publish_timeout_s)
                 self._ack(key)
             if not batch:
                 await self._wake.wait()
@@ -326,7 +353,7 @@ class MqttLink:
                 remaining = self._flush_deadline - time.monotonic()
                 if remaining <= 0:
                     break
-                await client.publish(self.topics.event, payload, qos=1, timeout=remaining)
+                await self._publish(client, self.topics.event, payload, remaining)
                 self._ack(key)
         left = len(self.outbox)
         if left:
@@ -335,13 +362,24 @@ class MqttLink:
     async def _publish_status(
         self, client: aiomqtt.Client, status: StatusMessage, timeout: float | None = None
     ) -> None:
-        await client.publish(
+        await self._publish(
+            client,
             self.topics.status,
             status.encode(),
-            qos=1,
+            timeout if timeout is not None else self.settings.publish_timeout_s,
             retain=True,
-            timeout=timeout if timeout is not None else self.settings.publish_timeout_s,
         )
+
+    async def _publish(
+        self, client: aiomqtt.Client, topic: str, payload: bytes, timeout: float, retain: bool = False
+    ) -> None:
+        """QoS 1 publish that raises :class:`PublishRefused` when the broker's PUBACK says no."""
+        self._refusals.clear()
+        await client.publish(topic, payload, qos=1, retain=retain, timeout=timeout)
+        if self._refusals:
+            self._refused_streak += 1
+            raise PublishRefused(f"broker refused a publish to {topic}: {self._refusals[-1]}")
+        self._refused_streak = 0
 
     def _ack(self, key: int) -> None:
         try:

@@ -374,7 +374,8 @@ def _on_say(state: DeviceState, cmd: SayCommand, ts: float, out: list[Action], r
         sleep_tag=reply.sleep_tag or any(m.kind == "sleep" for m in parsed.marks),
         final=cmd.final,
     )
-    if parsed.text or cmd.final:
+    if parsed.text or cmd.final or new_reply:
+        # A new reply always reaches the speaker (even a tag-only first chunk), so a stop finishes it.
         out.append(Speak(cmd.say, parsed.text, cmd.final))
     if new_reply:
         return replace(state, replies=(*state.replies, reply))

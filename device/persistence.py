@@ -92,6 +92,21 @@ class StateDir:
             _LOGGER.error("Saved settings %s invalid (%s); using defaults", path, err)
             return defaults
 
+    def load_open_utterances(self) -> list[str]:
+        """Utterances that had ``speech_started`` and no closing event when the last boot ended."""
+        try:
+            data = json.loads((self.root / "open-utterances.json").read_text())
+        except FileNotFoundError:
+            return []
+        except (OSError, ValueError) as err:
+            _LOGGER.error("Open-utterance record unreadable (%s); ignoring it", err)
+            return []
+        return [str(u) for u in data] if isinstance(data, list) else []
+
+    def save_open_utterances(self, utterances: list[str]) -> None:
+        """Record the utterances not yet closed, so a restart can close them (``interrupted``)."""
+        atomic_write(self.root / "open-utterances.json", json.dumps(sorted(utterances)).encode())
+
     def save_settings(self, settings: Settings) -> None:
         """Persist the session settings atomically."""
         atomic_write(self.root / "settings.json", json.dumps(asdict(settings), indent=1).encode())

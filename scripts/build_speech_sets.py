@@ -68,8 +68,19 @@ GOODBYES = ("Thank you.", "Bye.", "Good night.", "Thank you very much.", "Goodby
 VOICES = {
     "train": ("piper:joe:1.0", "espeak:en-us", "espeak:en-gb", "espeak:en-gb-x-rp"),
     "test": ("piper:joe:1.15", "espeak:en-gb-scotland", "espeak:en-029", "espeak:en-us+f3"),
+    "train2": (
+        "piper:joe:0.85",
+        "espeak:en-gb-x-gbclan",
+        "espeak:en-us-nyc",
+        "espeak:en-gb-x-gbcwmd",
+        "espeak:en-us+m3:130",
+        "espeak:en+f2:190",
+    ),
 }
+"""Voices per split; train and test never share a voice. ``espeak:VOICE[:WPM]``, ``piper:joe:LENGTH``."""
 CONDITIONS = ("clean", "snr20", "snr10", "snr5", "snr0", "quiet", "mumbled", "phone")
+EXTRA_CONDITIONS = {"train2": ("tight",)}
+"""Conditions only some splits get (the first sets were built without them; keeps them reproducible)."""
 
 
 def synth_piper(text: str, length_scale: float) -> FloatArray:
@@ -100,7 +111,8 @@ def synth(text: str, voice: str) -> FloatArray:
     kind, _, rest = voice.partition(":")
     if kind == "piper":
         return synth_piper(text, float(rest.split(":")[1]))
-    return synth_espeak(text, rest)
+    name, _, speed = rest.partition(":")
+    return synth_espeak(text, name, int(speed) if speed else 160)
 
 
 def room_noise(n: int, rng: np.random.Generator, colour: str = "pink") -> FloatArray:
@@ -128,9 +140,29 @@ def rms(x: FloatArray) -> float:
     return float(np.sqrt(np.mean(np.square(x))) + 1e-12)
 
 
+def trim(x: FloatArray, keep_s: float = 0.03) -> FloatArray:
+    """Cut leading/trailing silence (below -40 dB of the peak), keeping ``keep_s`` either side."""
+    loud = np.flatnonzero(np.abs(x) > np.abs(x).max() * 0.01)
+    if not len(loud):
+        return x
+    pad = int(keep_s * RATE)
+    return x[max(0, loud[0] - pad) : loud[-1] + pad]
+
+
 def degrade(speech: FloatArray, cond: str, rng: np.random.Generator) -> FloatArray:
-    """Place speech in 0.4 s lead / 0.6 s trail and apply ``cond``."""
+    """Place speech in 0.4 s lead / 0.6 s trail and apply ``cond``.
+
+    ``tight`` mimics trimmed telephone-band digit recordings (FSDD-like): 8 kHz band, almost no
+    lead or trail, any level.
+    """
     speech = speech / (np.abs(speech).max() + 1e-9) * 10 ** (rng.uniform(-9, -3) / 20)
+    if cond == "tight":
+        from audio.wav import resample
+
+        clip = trim(speech)
+        narrow = resample(resample(clip, RATE, 8000), 8000, RATE)[: len(clip)]
+        clip = np.pad(narrow, (0, len(clip) - len(narrow))) * 10 ** (rng.uniform(-20, 0) / 20)
+        return (clip + room_noise(len(clip), rng) * 10 ** (rng.uniform(-70, -50) / 20)).astype(np.float32)
     clip = np.concatenate([np.zeros(int(0.4 * RATE)), speech, np.zeros(int(0.6 * RATE))]).astype(np.float32)
     floor = room_noise(len(clip), rng, "pink") * 10 ** (rng.uniform(-75, -65) / 20)
     if cond.startswith("snr"):
@@ -192,7 +224,8 @@ def build(out: Path, split: str, seed: int, per_kind: int) -> int:
         (out / vname).mkdir(exist_ok=True)
         for i, text in enumerate(SENTENCES + GOODBYES + WORDS):
             speech = synth(text, voice)
-            conds = CONDITIONS if text in GOODBYES else tuple(rng.choice(CONDITIONS, 3, replace=False))
+            all_conds = CONDITIONS + EXTRA_CONDITIONS.get(split, ())
+            conds = all_conds if text in GOODBYES else tuple(rng.choice(all_conds, 3, replace=False))
             if text not in GOODBYES and "clean" not in conds:
                 conds = ("clean", *conds[:2])
             for cond in conds:

@@ -107,11 +107,6 @@ async def test_refused_connection_is_logged_and_retried_with_backoff(
     assert all(c / 2 <= d <= c for d, c in zip(delays, ceilings, strict=True)), delays
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (agent_link/link.py): aiomqtt drops the PUBACK reason code, so an event the broker refused "
-    "(0x87 not authorized) is acknowledged in the outbox and lost without a log line",
-)
 async def test_acl_denial_is_logged_and_loses_no_event(
     fleet: FleetBroker, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

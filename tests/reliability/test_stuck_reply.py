@@ -15,6 +15,8 @@ import pytest
 
 from agent_link.harness.client import AgentHarness
 from agent_link.messages import SayCommand, SleepCommand, StopCommand
+from audio.events import PlaybackFinished
+from device.actions import Speak, StopSpeaking
 from device.inputs import CommandReceived, Tapped
 from device.orchestrator import initial_state, step
 from device.state import Settings
@@ -22,19 +24,19 @@ from tests.broker import Mosquitto
 from tests.reliability.inprocess import RunningDaemon, sim_config
 
 pytestmark = pytest.mark.timeout(120)
-BUG = "BUG (device/orchestrator): a reply stopped before the speaker knew it stays open; sleep waits forever"
 
 
-@pytest.mark.xfail(strict=True, reason=BUG)
 def test_stop_closes_a_tag_only_reply_in_the_orchestrator() -> None:
     state, _ = step(initial_state(Settings()), Tapped("sim", 1.0))
-    state, _ = step(state, CommandReceived(SayCommand(id="a", say="a", text="[happy]", final=False), 2.0))
-    state, _ = step(state, CommandReceived(StopCommand(id="b"), 3.0))
+    state, acts = step(state, CommandReceived(SayCommand(id="a", say="a", text="[happy]", final=False), 2.0))
+    assert Speak("a", "", False) in acts, "the speaker must know every reply, even a tag-only one"
+    state, acts = step(state, CommandReceived(StopCommand(id="b"), 3.0))
+    assert StopSpeaking() in acts
     state, _ = step(state, CommandReceived(SleepCommand(id="c"), 4.0))
+    state, _ = step(state, PlaybackFinished("a", True, 4.1))  # what the speaker reports for it
     assert not state.awake, f"sleep deferred forever behind reply 'a': {state.sleeps}"
 
 
-@pytest.mark.xfail(strict=True, reason=BUG)
 async def test_sleep_after_stopping_a_tag_only_reply(mosquitto: Mosquitto, tmp_path: Path) -> None:
     config = sim_config(mosquitto.url, "rel-stuck", tmp_path / "state")
     async with AgentHarness(mosquitto.url, device_id="rel-stuck") as harness, RunningDaemon(config):
