@@ -397,4 +397,6 @@ def test_chunks_of_a_stopped_reply_are_refused() -> None:
     run.feed(PlaybackFinished("r1", True, 2.0))
     acts = run.say("r1", " there was a robot.", final=True, cid="late")
     assert not any(isinstance(a, Speak) for a in acts)
-    assert run.published(acts)[0][1]["reason"] == "invalid" and "r1" in str(run.published(acts)[0][1]["detail"])
+    assert run.published(acts)[0][1]["reason"] == "invalid" and "r1" in str(
+        run.published(acts)[0][1]["detail"]
+    )
