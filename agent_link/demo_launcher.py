@@ -104,11 +104,6 @@ class DeviceProcess:
 
 async def run(args: argparse.Namespace, workdir: Path) -> int:
     """Run the demo; returns the exit code (0 when the scripted conversation went as expected)."""
-    from agent_link.harness.client import AgentHarness
-    from agent_link.harness.companion import CompanionAgent, make_brain
-    from agent_link.harness.companion_settings import CompanionSettings
-    from agent_link.harness.demo import run_demo
-
     hardware, detail = audio_hardware()
     simulate = args.simulate or not hardware
     print("robot-face demo")
@@ -131,29 +126,48 @@ async def run(args: argparse.Namespace, workdir: Path) -> int:
     else:
         cmd += ["--set", "button.backend=keyboard"]
     device = DeviceProcess(cmd, workdir / "device.log")
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
     code = 1
     try:
         await device.start()
         print("  loading Whisper and Piper on the device…", flush=True)
-        await device.wait_ready(READY_TIMEOUT_S)
-        async with AgentHarness(broker.url, device_id=DEVICE_ID) as harness:
-            if simulate:
-                result = await run_demo(harness)
-                code = 0 if result.ok else 1
-            else:
-                agent = CompanionAgent(harness, make_brain(CompanionSettings()))
-                print("  companion running; Ctrl-C to stop")
-                await agent.run()
-                code = 0
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        print("\n  interrupted: stopping everything")
-        code = 130
+        conversation = asyncio.create_task(_conversation(broker.url, device, simulate), name="conversation")
+        stopper = asyncio.create_task(stop.wait(), name="ctrl-c")
+        await asyncio.wait({conversation, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        stopper.cancel()
+        if conversation.done():
+            code = conversation.result()
+        else:
+            print("\n  interrupted: stopping everything", flush=True)
+            code = 130
+            conversation.cancel()
+            await asyncio.wait({conversation}, timeout=5.0)
     finally:
         started = time.monotonic()
         exit_code = await device.stop()
         broker.stop()
         print(f"  device stopped (exit {exit_code}) in {time.monotonic() - started:.1f} s; broker stopped")
     return code
+
+
+async def _conversation(broker_url: str, device: DeviceProcess, simulate: bool) -> int:
+    """The agent's side (and, in simulation, the user's): 0 when it went as expected."""
+    from agent_link.harness.client import AgentHarness
+    from agent_link.harness.companion import CompanionAgent, make_brain
+    from agent_link.harness.companion_settings import CompanionSettings
+    from agent_link.harness.demo import run_demo
+
+    await device.wait_ready(READY_TIMEOUT_S)
+    async with AgentHarness(broker_url, device_id=DEVICE_ID) as harness:
+        if simulate:
+            result = await run_demo(harness)
+            return 0 if result.ok else 1
+        print("  companion running; Ctrl-C to stop")
+        await CompanionAgent(harness, make_brain(CompanionSettings())).run()
+    return 0
 
 
 def _demo(args: argparse.Namespace) -> int:

@@ -106,6 +106,8 @@ class ConfidenceFeatures:
     """Highest entropy of the next-token distribution over the text tokens (nats)."""
     mean_token_entropy: float = 0.0
     """Mean next-token entropy over the text tokens (nats)."""
+    perturbed_agreement: float = 1.0
+    """Share of perturbed re-decodes (shifted; quieter plus noise) giving the same words (1.0 if not run)."""
 
     def as_dict(self) -> dict[str, float]:
         """Features as a plain dict (for JSON and fitting)."""

@@ -29,7 +29,11 @@ SAMPLE_RATE = 16000
 FULL_WINDOW_FRAMES = 3000
 """Whisper's 30 s encoder window in mel frames (10 ms each)."""
 SECOND_OPINION_MAX_S = 2.5
-"""Utterances up to this long (s) get a cheap second decode whose agreement feeds the confidence."""
+"""Utterances up to this long (s) get cheap second decodes whose agreement feeds the confidence."""
+PERTURB_SHIFT_S = 0.25
+"""Lead of faint noise put before the audio for the shifted second decode, in seconds."""
+PERTURB_SNR_DB = 25.0
+"""Level of the white noise added (below the speech level) for the noisy second decode, in dB."""
 COMPRESSION_LIMIT = 2.4
 
 
@@ -315,6 +319,24 @@ class WhisperTranscriber:
             mine = mine[:1]
         return other == " ".join(mine)
 
+    def _perturbed_agreement(self, samples: FloatArray, d: _Decode) -> float:
+        """Share of two perturbed decodes (audio shifted by a faint lead; half gain plus noise
+        25 dB below the speech) that give the same words. A right transcript of a short utterance
+        usually survives both; a guess over noise or an unclear word usually does not."""
+        if len(samples) > SECOND_OPINION_MAX_S * SAMPLE_RATE or not d.text:
+            return 1.0
+        rng = np.random.default_rng(len(samples))  # deterministic per utterance length
+        lead = int(PERTURB_SHIFT_S * SAMPLE_RATE)
+        shifted = np.concatenate([rng.standard_normal(lead).astype(np.float32) * 1e-4, samples])
+        noise_rms = 10 ** ((audio_level_db(samples) - PERTURB_SNR_DB) / 20) * 0.5
+        noisy = samples * 0.5 + rng.standard_normal(len(samples)).astype(np.float32) * noise_rms
+        mine = normalise_for_wer(d.text)
+        same = 0
+        for variant in (shifted, noisy.astype(np.float32)):
+            other = self._decode(variant, self._window_frames(len(variant)), 0.0)
+            same += normalise_for_wer(other.text) == mine
+        return same / 2.0
+
     def _keep_segments(
         self, ids: list[int], stats: _StepStats, audio_s: float
     ) -> tuple[list[int], _StepStats, bool]:
@@ -423,6 +445,7 @@ class WhisperTranscriber:
                 filler=normalised in _FILLERS,
                 repeated_words=has_repeated_word(text),
                 agrees=self._agrees_without_timestamps(d, len(samples)),
+                perturbed_agreement=self._perturbed_agreement(samples, d),
             )
             confidence = score(features)
         decode_ms = round((time.monotonic() - t0) * 1000)

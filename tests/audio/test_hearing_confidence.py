@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -86,3 +87,21 @@ def test_metrics() -> None:
     assert auroc([0.1, 0.9], [True, False]) == 0.0
     assert ece([1.0, 0.0], [True, False]) == 0.0
     assert ece([0.9, 0.9], [False, False]) == pytest.approx(0.9)
+
+
+def test_step_stats_margin_and_entropy() -> None:
+    from audio.stt import _step_stats
+
+    logits = [[2.0, 0.0, 0.0], [0.0, 0.0, float("-inf")]]
+    stats = _step_stats(logits, [0, 1])
+    p0 = math.exp(2.0) / (math.exp(2.0) + 2.0)
+    assert stats.probs == pytest.approx([p0, 0.5])
+    assert stats.margins == pytest.approx([2.0, 0.0])  # chosen vs best other token, in nats
+    assert stats.entropies[1] == pytest.approx(math.log(2.0))  # -inf (suppressed) tokens ignored
+    assert 0.0 < stats.entropies[0] < math.log(3.0)
+
+
+def test_low_margin_lowers_the_score() -> None:
+    sure = score(features(min_token_margin=8.0, mean_token_margin=9.0, max_token_entropy=0.5))
+    torn = score(features(min_token_margin=0.05, mean_token_margin=0.3, max_token_entropy=4.0))
+    assert torn < sure

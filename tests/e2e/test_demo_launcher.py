@@ -38,7 +38,7 @@ def test_ctrl_c_stops_broker_and_device(tmp_path_factory: pytest.TempPathFactory
     deadline = time.monotonic() + 180
     for line in proc.stdout:
         lines.append(line.rstrip())
-        if "user taps the face" in line or time.monotonic() > deadline:
+        if "user says" in line or time.monotonic() > deadline:  # mid-conversation
             break
     children = _children(proc.pid)
     names = sorted(p.name() for p in children)
