@@ -8,8 +8,12 @@ import contextlib
 import logging
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .state import EMOTIONS, FaceState
+
+if TYPE_CHECKING:
+    from .controller import FaceController
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -112,7 +116,6 @@ def _docs(args: argparse.Namespace) -> int:
 
 def _serve(args: argparse.Namespace) -> int:
     from .controller import FaceController
-    from .demo import tour
     from .settings import FaceSettings
     from .web import FaceWebServer
 
@@ -129,16 +132,9 @@ def _serve(args: argparse.Namespace) -> int:
         await server.start()
         print(f"face page at {server.url} (Ctrl-C to stop)")
         controller = FaceController(settings, [server])
-        tasks = [asyncio.create_task(controller.run()), asyncio.create_task(tour(controller))]
         try:
-            if args.seconds > 0:
-                await asyncio.sleep(args.seconds)
-            else:
-                await asyncio.Event().wait()
+            await _tour(controller, args.seconds)
         finally:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
             await server.stop()
 
     with contextlib.suppress(KeyboardInterrupt):
@@ -146,24 +142,30 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _tour(controller: FaceController, seconds: float) -> None:
+    """Animate every state and expression for ``seconds`` (0: until cancelled)."""
+    from .demo import tour
+
+    tasks = [asyncio.create_task(controller.run()), asyncio.create_task(tour(controller))]
+    try:
+        if seconds > 0:
+            await asyncio.sleep(seconds)
+        else:
+            await asyncio.Event().wait()
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
 def _terminal(args: argparse.Namespace) -> int:
     from .controller import FaceController
-    from .demo import tour
     from .renderers.terminal import TerminalRenderer
     from .settings import FaceSettings
 
     async def main() -> None:
         controller = FaceController(FaceSettings(), [TerminalRenderer(width=args.width)])
-        tasks = [asyncio.create_task(controller.run()), asyncio.create_task(tour(controller))]
-        try:
-            if args.seconds > 0:
-                await asyncio.sleep(args.seconds)
-            else:
-                await asyncio.Event().wait()
-        finally:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await _tour(controller, args.seconds)
 
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(main())
