@@ -137,6 +137,12 @@ def feature_vector(f: ConfidenceFeatures) -> list[float]:
         1.0 if f.repeated_words else 0.0,
         1.0 if f.agrees else 0.0,
         min(f.n_words, 6) / 6.0,  # capped: training sentences are short, do not extrapolate
+        f.perturbed_agreement,
+        min(10.0, f.min_token_margin),
+        min(10.0, f.mean_token_margin),
+        f.max_token_entropy,
+        f.mean_token_entropy,
+        math.log(max(1e-4, f.first_token_prob)),
     ]
 
 
@@ -158,6 +164,12 @@ FEATURE_NAMES = (
     "repeated_words",
     "agrees",
     "n_words_capped",
+    "perturbed_agreement",
+    "min_token_margin",
+    "mean_token_margin",
+    "max_token_entropy",
+    "mean_token_entropy",
+    "log_first_token_prob",
 )
 
 
@@ -187,6 +199,7 @@ def _heuristic_calibration() -> Calibration:
     """Hand-set weights used until a fitted calibration file exists."""
     n = len(FEATURE_NAMES)
     coef = [1.5, 0.3, 0.8, 0.3, -2.0, -1.0, -0.5, 1.0, 0.5, 0.0, -0.5, -1.0, 0.5, -1.0, -1.0, 1.0, 0.5]
+    coef += [1.0, 0.3, 0.3, -0.3, -0.3, 0.3]
     return Calibration(FEATURE_NAMES, (0.0,) * n, (1.0,) * n, tuple(coef), 2.0)
 
 

@@ -108,6 +108,46 @@ def evaluate_set(
     return rows
 
 
+def speech_share(samples: np.ndarray, settings: HearingSettings) -> float:
+    """Share of VAD speech frames in ``samples`` (what the endpointer would report)."""
+    from audio.vad import SpeechDetector
+
+    det = SpeechDetector(settings)
+    n = settings.sample_rate * settings.block_ms // 1000
+    frames = [samples[i : i + n] for i in range(0, len(samples) - n + 1, n)]
+    return sum(det.is_speech(f) for f in frames) / max(1, len(frames))
+
+
+def evaluate_nonspeech_direct(
+    directory: Path, transcriber: WhisperTranscriber, settings: HearingSettings
+) -> list[ClipRow]:
+    """Feed every non-speech clip straight to the STT (as if the VAD had let it through).
+
+    The VAD rejects most non-speech, so without these rows the fit sees almost no invented
+    "Thank you." over noise; the runtime still must score such text low when it does get through.
+    """
+    rows = []
+    for entry in read_manifest(directory):
+        if entry.get("kind", "speech") == "speech":
+            continue
+        samples = load_clip(directory / entry["relpath"], settings.sample_rate)
+        res = transcriber.transcribe(samples, speech_ratio=speech_share(samples, settings))
+        rows.append(
+            ClipRow(
+                relpath=entry["relpath"],
+                reference="",
+                kind="nonspeech",
+                condition="direct_" + (entry.get("condition", "") or ""),
+                text=res.text,
+                confidence=res.confidence,
+                errors=word_errors("", res.text),
+                ref_words=0,
+                features=res.features.as_dict() if res.features is not None else None,
+            )
+        )
+    return rows
+
+
 def auroc(scores: list[float], labels: list[bool]) -> float:
     """Area under the ROC curve (ties count half); NaN without both classes."""
     pos = [s for s, y in zip(scores, labels, strict=True) if y]
@@ -242,21 +282,30 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=CALIBRATION_PATH)
     ap.add_argument("--l2", type=float, default=1.0)
     ap.add_argument("--redo", action="store_true", help="decode again even if results.jsonl exists")
+    ap.add_argument(
+        "--no-direct",
+        action="store_true",
+        help="skip non-speech fed straight to the STT (cached in DIR/results_direct.jsonl)",
+    )
     args = ap.parse_args(argv)
     settings = HearingSettings()
     transcriber: WhisperTranscriber | None = None
     rows: list[ClipRow] = []
     for d in args.dirs:
-        cache = d / "results.jsonl"
-        if cache.exists() and not args.redo:
-            rows += rows_from_jsonl(cache)
-            continue
-        if transcriber is None:
-            transcriber = WhisperTranscriber(settings)
-            transcriber.load()
-        got = evaluate_set(d, transcriber, settings)
-        rows_to_jsonl(got, cache)
-        rows += got
+        jobs = [("results.jsonl", evaluate_set)]
+        if not args.no_direct:
+            jobs.append(("results_direct.jsonl", evaluate_nonspeech_direct))
+        for name, run in jobs:
+            cache = d / name
+            if cache.exists() and not args.redo:
+                rows += rows_from_jsonl(cache)
+                continue
+            if transcriber is None:
+                transcriber = WhisperTranscriber(settings)
+                transcriber.load()
+            got = run(d, transcriber, settings)
+            rows_to_jsonl(got, cache)
+            rows += got
     cal = fit_calibration(rows, args.l2)
     args.out.write_text(cal.to_json())
     print(f"fitted on {sum(r.features is not None for r in rows)} transcripts; wrote {args.out}")

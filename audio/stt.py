@@ -20,6 +20,7 @@ import numpy as np
 
 from audio.confidence import FILLER_PHRASES as _FILLERS
 from audio.confidence import ConfidenceFeatures, has_repeated_word, normalise_for_wer, normalise_text, score
+from audio.confidence_signals import StepStats, step_stats
 from audio.hearing_settings import HearingSettings
 from audio.wav import FloatArray
 
@@ -30,6 +31,8 @@ FULL_WINDOW_FRAMES = 3000
 """Whisper's 30 s encoder window in mel frames (10 ms each)."""
 SECOND_OPINION_MAX_S = 2.5
 """Utterances up to this long (s) get cheap second decodes whose agreement feeds the confidence."""
+PERTURB_MAX_WORDS = 3
+"""Only transcripts of up to this many words get the perturbed re-decodes (fillers, single words)."""
 PERTURB_SHIFT_S = 0.25
 """Lead of faint noise put before the audio for the shifted second decode, in seconds."""
 PERTURB_SNR_DB = 25.0
@@ -103,34 +106,6 @@ def _compression_ratio(text: str) -> float:
 
     raw = text.encode("utf-8")
     return len(raw) / max(1, len(zlib.compress(raw))) if raw else 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class _StepStats:
-    """Per generated token: its probability, log-prob margin to the best other token, entropy (nats)."""
-
-    probs: list[float]
-    margins: list[float]
-    entropies: list[float]
-
-
-def _step_stats(logits: list[Any], ids: list[int]) -> _StepStats:
-    """Token probability, margin and entropy of each generated token from the per-step logits."""
-    probs, margins, entropies = [], [], []
-    for step, t in zip(logits, ids, strict=False):
-        z = np.asarray(step, dtype=np.float64).reshape(-1)
-        finite = np.isfinite(z)
-        z = np.where(finite, z, -np.inf)
-        zmax = float(z.max())
-        e = np.exp(z - zmax)
-        total = float(e.sum())
-        logp = z - zmax - math.log(total)
-        probs.append(math.exp(float(logp[t])))
-        other = float(np.max(np.delete(logp, t))) if z.size > 1 else -np.inf
-        margins.append(min(20.0, float(logp[t]) - other))
-        p = e / total
-        entropies.append(float(-(p[p > 0] * logp[p > 0]).sum()))
-    return _StepStats(probs, margins, entropies)
 
 
 def _repeat_period(tokens: list[int]) -> int:
@@ -279,7 +254,7 @@ class WhisperTranscriber:
             **kwargs,
         )[0]
         ids: list[int] = list(res.sequences_ids[0])
-        stats = _step_stats(res.logits[0], ids) if greedy and res.logits else _StepStats([], [], [])
+        stats = step_stats(res.logits[0], ids) if greedy and res.logits else StepStats([], [], [])
         tokens, kept, repeated = self._keep_segments(ids, stats, len(samples) / SAMPLE_RATE)
         text = tok.decode(tokens).strip()
         n = len(ids)
@@ -323,7 +298,8 @@ class WhisperTranscriber:
         """Share of two perturbed decodes (audio shifted by a faint lead; half gain plus noise
         25 dB below the speech) that give the same words. A right transcript of a short utterance
         usually survives both; a guess over noise or an unclear word usually does not."""
-        if len(samples) > SECOND_OPINION_MAX_S * SAMPLE_RATE or not d.text:
+        words = len(normalise_text(d.text).split())
+        if len(samples) > SECOND_OPINION_MAX_S * SAMPLE_RATE or not 0 < words <= PERTURB_MAX_WORDS:
             return 1.0
         rng = np.random.default_rng(len(samples))  # deterministic per utterance length
         lead = int(PERTURB_SHIFT_S * SAMPLE_RATE)
@@ -338,8 +314,8 @@ class WhisperTranscriber:
         return same / 2.0
 
     def _keep_segments(
-        self, ids: list[int], stats: _StepStats, audio_s: float
-    ) -> tuple[list[int], _StepStats, bool]:
+        self, ids: list[int], stats: StepStats, audio_s: float
+    ) -> tuple[list[int], StepStats, bool]:
         """Text tokens (and their step stats) of the segments that start inside the audio, without
         repeated segments."""
         ts_begin = self._tokenizer.timestamp_begin
@@ -380,7 +356,7 @@ class WhisperTranscriber:
         def pick(values: list[float], default: float) -> list[float]:
             return [values[i] if i < len(values) else default for i in steps]
 
-        kept = _StepStats(pick(stats.probs, 1.0), pick(stats.margins, 20.0), pick(stats.entropies, 0.0))
+        kept = StepStats(pick(stats.probs, 1.0), pick(stats.margins, 20.0), pick(stats.entropies, 0.0))
         return tokens, kept, repeated
 
     def _word_probs(self, d: _Decode) -> list[float]:

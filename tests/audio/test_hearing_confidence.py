@@ -90,10 +90,10 @@ def test_metrics() -> None:
 
 
 def test_step_stats_margin_and_entropy() -> None:
-    from audio.stt import _step_stats
+    from audio.confidence_signals import step_stats
 
     logits = [[2.0, 0.0, 0.0], [0.0, 0.0, float("-inf")]]
-    stats = _step_stats(logits, [0, 1])
+    stats = step_stats(logits, [0, 1])
     p0 = math.exp(2.0) / (math.exp(2.0) + 2.0)
     assert stats.probs == pytest.approx([p0, 0.5])
     assert stats.margins == pytest.approx([2.0, 0.0])  # chosen vs best other token, in nats
@@ -101,7 +101,8 @@ def test_step_stats_margin_and_entropy() -> None:
     assert 0.0 < stats.entropies[0] < math.log(3.0)
 
 
-def test_low_margin_lowers_the_score() -> None:
-    sure = score(features(min_token_margin=8.0, mean_token_margin=9.0, max_token_entropy=0.5))
-    torn = score(features(min_token_margin=0.05, mean_token_margin=0.3, max_token_entropy=4.0))
-    assert torn < sure
+def test_unstable_decode_lowers_the_score() -> None:
+    stable = dict(min_token_margin=8.0, mean_token_margin=9.0, max_token_entropy=0.5, perturbed_agreement=1.0)
+    torn = dict(min_token_margin=0.05, mean_token_margin=0.3, max_token_entropy=4.0, perturbed_agreement=0.0)
+    assert score(features(**torn)) < score(features(**stable))
+    assert score(features(perturbed_agreement=0.0)) < score(features(perturbed_agreement=1.0))

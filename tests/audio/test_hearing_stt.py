@@ -126,3 +126,27 @@ def test_set_language_keeps_english_model_english(hearing_settings: HearingSetti
     assert t.language == "de"  # not loaded yet: reports what was asked
     t.load()
     assert t.language == "en"  # tiny.en is English-only
+
+
+def test_repeated_digit_is_redone_on_the_full_window(
+    hearing_transcriber: WhisperTranscriber, hearing_settings: HearingSettings
+) -> None:
+    # The short window hears "9 9" in this one-word recording; the full window hears "9".
+    res = transcribe_clip(
+        load_clip(HEARING_SPEECH_DIR / "fsdd/9_jackson_1.wav"), hearing_transcriber, hearing_settings
+    )
+    assert normalise_for_wer(res.text) == "nine", res
+    feats = res.utterances[0].features
+    assert feats is not None and feats.fallbacks >= 1 and not feats.repeated_words
+
+
+def test_short_transcripts_get_perturbed_second_opinions(
+    hearing_transcriber: WhisperTranscriber,
+    hearing_settings: HearingSettings,
+    hearing_say: Callable[[str], FloatArray],
+) -> None:
+    clip = np.concatenate([hearing_silence(0.4), hearing_say("Good night.") * 0.5, hearing_silence(0.4)])
+    res = hearing_transcriber.transcribe(clip, speech_ratio=0.8)
+    assert res.features is not None
+    assert res.features.perturbed_agreement in (0.0, 0.5, 1.0)
+    assert res.features.perturbed_agreement == 1.0  # clear speech survives a shift and mild noise
