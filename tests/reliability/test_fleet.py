@@ -46,7 +46,6 @@ async def test_fleet_of_25_devices_converses_without_violations(mosquitto: Mosqu
     }  # fmt: skip
     assert all(len(v) == 50 for v in report.latencies_ms.values())
     assert report.messages >= 50 * 4 * 2  # each step: a command and at least one event
-    assert report.rss_per_device_kib > 0
 
 
 def test_sim_fleet_command_prints_json(capsys: pytest.CaptureFixture[str]) -> None:
