@@ -376,6 +376,7 @@ class Runtime:
         self._spawn(self.link.run(), "mqtt-link")
 
         self.face, server = make_face(cfg, self._on_screen_tap, self._on_screen_text)
+        self.face.show_state(FaceState.ASLEEP)  # the device starts asleep, while the models load
         if server is not None:
             try:
                 await server.start()
