@@ -8,10 +8,8 @@ from dataclasses import replace
 
 from audio.capture import AudioSource, SimulatedMicrophone, SoundDeviceMicrophone
 from audio.events import EventSink
-from audio.listener import Listener
 from audio.sinks import make_sink
 from audio.speaker import Speaker
-from audio.stt import WhisperTranscriber
 from device.config import Config
 from device.persistence import StateDir
 from face.controller import FaceController
@@ -26,13 +24,6 @@ def make_source(config: Config) -> AudioSource:
     if config.device.simulate:
         return SimulatedMicrophone(rate=config.hearing.sample_rate, block_ms=config.hearing.block_ms)
     return SoundDeviceMicrophone(config.hearing)
-
-
-def make_listener(
-    config: Config, source: AudioSource, transcriber: WhisperTranscriber, emit: EventSink
-) -> Listener:
-    """The hearing pipeline: source -> VAD endpointer -> Whisper."""
-    return Listener(config.hearing, source, transcriber, emit)
 
 
 def make_speaker(config: Config, state_dir: StateDir, emit: EventSink) -> Speaker:

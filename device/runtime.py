@@ -12,7 +12,6 @@ import itertools
 import logging
 import signal
 import time
-from collections.abc import Callable
 from typing import Any
 
 from agent_link.command_ids import CommandIdStore
@@ -23,7 +22,8 @@ from agent_link.outbox import Outbox, OutboxError
 from agent_link.protocol_error import ProtocolError
 from audio.capture import AudioSource, SimulatedMicrophone
 from audio.events import AudioDeviceProblem, AudioEvent
-from audio.stt import WhisperTranscriber
+from audio.listener import Listener
+from audio.stt import make_transcriber
 from audio.wav import WavError, load_audio
 from device import __version__
 from device.actions import (
@@ -56,7 +56,7 @@ from device.inputs import (
 )
 from device.notify import SystemdNotifier
 from device.orchestrator import Rules, boot_actions, display_of, initial_state, status_fields, step
-from device.parts import make_face, make_listener, make_source, make_speaker
+from device.parts import make_face, make_source, make_speaker
 from device.persistence import StateDir
 from device.state import DeviceState, Settings
 from face.state import FaceState
@@ -89,8 +89,6 @@ class Runtime:
         )
         self.state: DeviceState = initial_state(Settings())
         self.inbox: asyncio.Queue[DeviceInput | _Stop] = asyncio.Queue()
-        self.observers: list[Callable[[DeviceInput, list[Action]], None]] = []
-        """Called after every step with the event and its actions (logs, tests, the face)."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._status: dict[str, Any] | None = None
@@ -324,8 +322,6 @@ class Runtime:
                 for action in actions:
                     await self._execute(action)
                 self._refresh_outputs()
-                for observer in self.observers:
-                    observer(event, actions)
             except Exception:
                 _LOGGER.exception("Error handling %r; continuing", event)
 
@@ -389,10 +385,10 @@ class Runtime:
         self.button.start(loop, self._on_press)
 
         self.notifier.status("loading models")
-        self.transcriber = WhisperTranscriber(cfg.hearing)
+        self.transcriber = make_transcriber(cfg.hearing)
         await asyncio.to_thread(self.transcriber.load)
         self.source = make_source(cfg)
-        self.listener = make_listener(cfg, self.source, self.transcriber, self._emit_audio)
+        self.listener = Listener(cfg.hearing, self.source, self.transcriber, self._emit_audio)
         self.speaker = make_speaker(cfg, self.state_dir, self._emit_audio)
         try:
             await self.speaker.start()
