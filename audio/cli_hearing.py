@@ -34,6 +34,8 @@ BENCH_SENTENCES = (
     "How far away is the moon, and how long would it take to fly there?",
     "My favourite colour is blue, but my brother likes green and my sister likes red.",
 )
+BENCH_VOICES = ("piper:joe:1.0", "espeak:en-us", "espeak:en-gb-scotland", "piper:joe:1.15", "espeak:en-029")
+"""Voices of the generated bench utterances (Piper without sampling noise: the same audio every run)."""
 
 
 def _stt_args(p: argparse.ArgumentParser) -> None:
@@ -79,7 +81,7 @@ def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction)
 
     b = bench.add_parser("stt", help="short-window decode vs faster-whisper transcribe(): latency and WER")
     b.add_argument("--dir", type=Path, default=None, help="manifest set to take 1–8 s speech clips from")
-    b.add_argument("--limit", type=int, default=30, help="most utterances to use (default 30)")
+    b.add_argument("--limit", type=int, default=50, help="most utterances to use (default 50: all)")
     b.add_argument("--baseline-beams", default="5,1", help="beam sizes for the baseline (default 5,1)")
     _stt_args(b)
     b.set_defaults(func=_bench_stt)
@@ -143,10 +145,10 @@ def _bench_utterances(args: argparse.Namespace) -> list[tuple[str, FloatArray]]:
 
     rng = np.random.default_rng(3)
     utts = []
-    for voice in ("piper:joe:1.0", "espeak:en-us", "espeak:en-gb-scotland"):
+    for voice in BENCH_VOICES:
         for text in BENCH_SENTENCES:
             cond = str(rng.choice(["clean", "snr20", "snr10"]))
-            utts.append((text, bss.degrade(bss.synth(text, voice), cond, rng)))
+            utts.append((text, bss.degrade(bss.synth(text, voice, noise=False), cond, rng)))
     return utts[: args.limit]
 
 

@@ -95,7 +95,7 @@ class ConfidenceFeatures:
     repeated_words: bool = False
     """Some word directly repeats ("9 9", "thanks thanks"), a typical short-window slip."""
     agrees: bool = True
-    """A second decode without timestamps gave the same words (always True for long utterances)."""
+    """The best hypothesis of a beam search without timestamps has the same words (True if not run)."""
     first_token_prob: float = 1.0
     """Probability of the first text token (1.0 when unknown)."""
     min_token_margin: float = 20.0
@@ -106,8 +106,10 @@ class ConfidenceFeatures:
     """Highest entropy of the next-token distribution over the text tokens (nats)."""
     mean_token_entropy: float = 0.0
     """Mean next-token entropy over the text tokens (nats)."""
-    perturbed_agreement: float = 1.0
-    """Share of perturbed re-decodes (shifted; quieter plus noise) giving the same words (1.0 if not run)."""
+    nbest_posterior: float = 1.0
+    """Posterior of these words among the N best of a beam search without timestamps (1.0 if not run)."""
+    nbest_word_agreement: float = 1.0
+    """Expected share of these words the N best keep (1 - their posterior-weighted WER; 1.0 if not run)."""
 
     def as_dict(self) -> dict[str, float]:
         """Features as a plain dict (for JSON and fitting)."""
@@ -137,7 +139,8 @@ def feature_vector(f: ConfidenceFeatures) -> list[float]:
         1.0 if f.repeated_words else 0.0,
         1.0 if f.agrees else 0.0,
         min(f.n_words, 6) / 6.0,  # capped: training sentences are short, do not extrapolate
-        f.perturbed_agreement,
+        math.log(max(1e-3, f.nbest_posterior)),
+        f.nbest_word_agreement,
         min(10.0, f.min_token_margin),
         min(10.0, f.mean_token_margin),
         f.max_token_entropy,
@@ -164,7 +167,8 @@ FEATURE_NAMES = (
     "repeated_words",
     "agrees",
     "n_words_capped",
-    "perturbed_agreement",
+    "log_nbest_posterior",
+    "nbest_word_agreement",
     "min_token_margin",
     "mean_token_margin",
     "max_token_entropy",
@@ -199,7 +203,7 @@ def _heuristic_calibration() -> Calibration:
     """Hand-set weights used until a fitted calibration file exists."""
     n = len(FEATURE_NAMES)
     coef = [1.5, 0.3, 0.8, 0.3, -2.0, -1.0, -0.5, 1.0, 0.5, 0.0, -0.5, -1.0, 0.5, -1.0, -1.0, 1.0, 0.5]
-    coef += [1.0, 0.3, 0.3, -0.3, -0.3, 0.3]
+    coef += [1.0, 1.0, 0.3, 0.3, -0.3, -0.3, 0.3]
     return Calibration(FEATURE_NAMES, (0.0,) * n, (1.0,) * n, tuple(coef), 2.0)
 
 
@@ -280,10 +284,56 @@ _SPELLINGS = {
 }
 
 
+_ORDINAL_ENDINGS = {
+    "one": "first",
+    "two": "second",
+    "three": "third",
+    "five": "fifth",
+    "eight": "eighth",
+    "nine": "ninth",
+    "twelve": "twelfth",
+}
+
+
+def _ordinal_words(n: int) -> str:
+    """21 → "twenty first", 60 → "sixtieth"."""
+    words = _number_words(n).split()
+    last = words[-1]
+    if last in _ORDINAL_ENDINGS:
+        words[-1] = _ORDINAL_ENDINGS[last]
+    elif last.endswith("y"):
+        words[-1] = last[:-1] + "ieth"
+    else:
+        words[-1] = last + "th"
+    return " ".join(words)
+
+
+def _spell_number(word: str) -> str:
+    """ "2" → "two", "60th" → "sixtieth", "3d" → "three d"; other words unchanged."""
+    m = re.fullmatch(r"(\d{1,3})(st|nd|rd|th)?([a-z]*)", word)
+    if m is None:
+        return word
+    digits, ordinal, rest = m.groups()
+    spoken = _ordinal_words(int(digits)) if ordinal else _number_words(int(digits))
+    return f"{spoken} {rest}" if rest else spoken
+
+
 def normalise_for_wer(text: str) -> str:
-    """``normalise_text`` plus numbers spelled out ("2" → "two") and a few spellings unified."""
+    """``normalise_text`` plus numbers spelled out ("2" → "two", "7th" → "seventh") and a few
+    spellings unified."""
     words = []
     for w in normalise_text(text.replace(",", "")).split():
-        w = _number_words(int(w)) if w.isdigit() and len(w) <= 3 else w
-        words.append(_SPELLINGS.get(w, w))
+        for part in _spell_number(w).split():
+            words.append(_SPELLINGS.get(part, part))
     return " ".join(words).replace("good bye", "goodbye")
+
+
+def word_edit_distance(ref: list[str], hyp: list[str]) -> int:
+    """Levenshtein distance between two word lists (substitutions, insertions, deletions)."""
+    prev = list(range(len(hyp) + 1))
+    for i, rw in enumerate(ref, 1):
+        cur = [i] + [0] * len(hyp)
+        for j, hw in enumerate(hyp, 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (rw != hw))
+        prev = cur
+    return prev[-1]

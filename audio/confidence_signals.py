@@ -21,20 +21,29 @@ class StepStats:
     entropies: list[float]
 
 
+_FLOOR = -1e4
+"""Stand-in for suppressed (-inf) logits: exp() underflows to 0 and 0 * floor stays 0."""
+
+
 def step_stats(logits: list[Any], ids: list[int]) -> StepStats:
     """Token probability, margin and entropy of each generated token from the per-step logits."""
-    probs, margins, entropies = [], [], []
-    for step, t in zip(logits, ids, strict=False):
-        z = np.asarray(step, dtype=np.float64).reshape(-1)
-        finite = np.isfinite(z)
-        z = np.where(finite, z, -np.inf)
-        zmax = float(z.max())
-        e = np.exp(z - zmax)
-        total = float(e.sum())
-        logp = z - zmax - math.log(total)
-        probs.append(math.exp(float(logp[t])))
-        other = float(np.max(np.delete(logp, t))) if z.size > 1 else -np.inf
-        margins.append(min(20.0, float(logp[t]) - other))
-        p = e / total
-        entropies.append(float(-(p[p > 0] * logp[p > 0]).sum()))
-    return StepStats(probs, margins, entropies)
+    n = min(len(logits), len(ids))
+    if n == 0:
+        return StepStats([], [], [])
+    z = np.stack([np.asarray(step, dtype=np.float32).reshape(-1) for step in logits[:n]])
+    z = np.nan_to_num(z, nan=_FLOOR, neginf=_FLOOR, posinf=_FLOOR)
+    rows = np.arange(n)
+    chosen = np.asarray(ids[:n])
+    z -= z.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    total = e.sum(axis=1, dtype=np.float64)
+    mine = z[rows, chosen].astype(np.float64) - np.log(total)
+    z[rows, chosen] = _FLOOR
+    other = z.max(axis=1).astype(np.float64) - np.log(total) if z.shape[1] > 1 else np.full(n, -np.inf)
+    z[rows, chosen] = mine + np.log(total)
+    entropies = np.log(total) - (e * z).sum(axis=1, dtype=np.float64) / total
+    return StepStats(
+        [math.exp(v) for v in mine.tolist()],
+        [min(20.0, v) for v in (mine - other).tolist()],
+        entropies.tolist(),
+    )

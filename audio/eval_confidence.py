@@ -14,8 +14,9 @@ import argparse
 import csv
 import json
 import logging
+import math
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,8 @@ from audio.confidence import (
     feature_vector,
     has_repeated_word,
     normalise_for_wer,
+    score,
+    word_edit_distance,
 )
 from audio.hearing_settings import HearingSettings
 from audio.stt import WhisperTranscriber
@@ -54,6 +57,8 @@ class ClipRow:
     errors: int
     ref_words: int
     features: dict[str, float] | None
+    source: str = ""
+    """The manifest's ``source`` column (recording origin), "" when absent."""
 
     @property
     def correct(self) -> bool:
@@ -65,14 +70,7 @@ class ClipRow:
 
 def word_errors(ref: str, hyp: str) -> int:
     """Levenshtein distance over normalised words."""
-    r, h = normalise_for_wer(ref).split(), normalise_for_wer(hyp).split()
-    prev = list(range(len(h) + 1))
-    for i, rw in enumerate(r, 1):
-        cur = [i] + [0] * len(h)
-        for j, hw in enumerate(h, 1):
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (rw != hw))
-        prev = cur
-    return prev[-1]
+    return word_edit_distance(normalise_for_wer(ref).split(), normalise_for_wer(hyp).split())
 
 
 def read_manifest(directory: Path) -> list[dict[str, str]]:
@@ -103,6 +101,7 @@ def evaluate_set(
                 errors=word_errors(ref, res.text),
                 ref_words=len(normalise_for_wer(ref).split()),
                 features=feats.as_dict() if feats is not None else None,
+                source=entry.get("source", "") or "",
             )
         )
     return rows
@@ -175,7 +174,23 @@ def ece(scores: list[float], labels: list[bool], bins: int = 10) -> float:
 
 
 def report(rows: list[ClipRow]) -> dict[str, Any]:
-    """Metrics for a set of evaluated clips."""
+    """Metrics for a set of evaluated clips, plus ``by_source`` when clips come from several sources."""
+    out = _metrics(rows)
+    sources = sorted({r.source for r in rows})
+    if len(sources) > 1:
+        keys = ("clips", "wer", "auroc_speech", "clear_speech_accepted_share", "nonspeech_rejected_share")
+        out["by_source"] = {
+            src: {k: _metrics([r for r in rows if r.source == src])[k] for k in keys} for src in sources
+        }
+    return out
+
+
+def _rounded(value: float) -> float | None:
+    """``value`` to 4 places; None when undefined (NaN: one class only), so the JSON stays valid."""
+    return None if math.isnan(value) else round(value, 4)
+
+
+def _metrics(rows: list[ClipRow]) -> dict[str, Any]:
     speech = [r for r in rows if r.kind == "speech"]
     nonspeech = [r for r in rows if r.kind != "speech"]
     heard = [r for r in rows if r.text]
@@ -192,10 +207,10 @@ def report(rows: list[ClipRow]) -> dict[str, Any]:
         "speech_clips": len(speech),
         "nonspeech_clips": len(nonspeech),
         "wer": round(sum(r.errors for r in speech) / ref_words, 4) if ref_words else None,
-        "auroc_speech": round(
-            auroc([r.confidence for r in heard_speech], [r.correct for r in heard_speech]), 4
+        "auroc_speech": _rounded(
+            auroc([r.confidence for r in heard_speech], [r.correct for r in heard_speech])
         ),
-        "auroc_all": round(auroc([r.confidence for r in heard], [r.correct for r in heard]), 4),
+        "auroc_all": _rounded(auroc([r.confidence for r in heard], [r.correct for r in heard])),
         "ece": round(ece([r.confidence for r in heard], [r.correct for r in heard]), 4),
         "nonspeech_rejected_share": share(nonspeech, lambda r: not r.text or r.confidence < THRESHOLD),
         "clear_speech_accepted_share": share(clear, lambda r: r.confidence >= THRESHOLD),
@@ -248,8 +263,10 @@ def fit_calibration(rows: list[ClipRow], l2: float = 1.0) -> Calibration:
 
 
 def _typed(f: dict[str, float], text: str = "") -> dict[str, Any]:
-    """Feature dict from JSON back to ``ConfidenceFeatures`` field types (older caches: fill gaps)."""
-    out: dict[str, Any] = dict(f)
+    """Feature dict from JSON back to ``ConfidenceFeatures`` field types (older caches: fill gaps,
+    drop features that no longer exist)."""
+    known = {field.name for field in fields(ConfidenceFeatures)}
+    out: dict[str, Any] = {k: v for k, v in f.items() if k in known}
     out["fallbacks"] = int(f["fallbacks"])
     out["n_words"] = int(f["n_words"])
     out["filler"] = bool(f["filler"])
@@ -274,30 +291,46 @@ def rows_from_jsonl(path: Path) -> list[ClipRow]:
     return [ClipRow(**json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``fit DIR...``: decode the sets (cached in DIR/results.jsonl), fit, write the calibration."""
-    ap = argparse.ArgumentParser(prog="python -m audio.eval_confidence")
-    ap.add_argument("command", choices=["fit"])
-    ap.add_argument("dirs", nargs="+", type=Path)
-    ap.add_argument("--out", type=Path, default=CALIBRATION_PATH)
-    ap.add_argument("--l2", type=float, default=1.0)
-    ap.add_argument("--redo", action="store_true", help="decode again even if results.jsonl exists")
-    ap.add_argument(
-        "--no-direct",
-        action="store_true",
-        help="skip non-speech fed straight to the STT (cached in DIR/results_direct.jsonl)",
-    )
-    args = ap.parse_args(argv)
-    settings = HearingSettings()
+def cross_validate(train: list[ClipRow], held: list[ClipRow], l2: float = 1.0) -> dict[str, Any]:
+    """Leave-one-group-out over ``held``: each group (first folder of the clip's path, e.g. one
+    real-speech source) is scored by a calibration fitted on ``train`` plus the other groups.
+
+    Returns the metrics of all held-out predictions pooled, and per group.
+    """
+    groups: dict[str, list[ClipRow]] = {}
+    for r in held:
+        groups.setdefault(r.relpath.split("/")[0], []).append(r)
+    pooled: list[ClipRow] = []
+    per_group: dict[str, Any] = {}
+    for name, rows in groups.items():
+        cal = fit_calibration(train + [r for k, rs in groups.items() if k != name for r in rs], l2)
+        rescored = [_rescored(r, cal) for r in rows]
+        pooled += rescored
+        m = _metrics(rescored)
+        per_group[name] = {k: m[k] for k in ("clips", "wer", "auroc_speech", "clear_speech_accepted_share")}
+    return {"pooled": _metrics(pooled), "groups": per_group}
+
+
+def _rescored(r: ClipRow, cal: Calibration) -> ClipRow:
+    if r.features is None:
+        return r
+    return replace(r, confidence=score(ConfidenceFeatures(**_typed(r.features, r.text)), cal))
+
+
+def _load_rows(
+    dirs: list[Path], redo: bool, direct: bool, settings: HearingSettings
+) -> dict[Path, list[ClipRow]]:
+    """Rows per set, decoded once and cached in DIR/results.jsonl (+ results_direct.jsonl)."""
     transcriber: WhisperTranscriber | None = None
-    rows: list[ClipRow] = []
-    for d in args.dirs:
+    out: dict[Path, list[ClipRow]] = {}
+    for d in dirs:
+        rows: list[ClipRow] = []
         jobs = [("results.jsonl", evaluate_set)]
-        if not args.no_direct:
+        if direct:
             jobs.append(("results_direct.jsonl", evaluate_nonspeech_direct))
         for name, run in jobs:
             cache = d / name
-            if cache.exists() and not args.redo:
+            if cache.exists() and not redo:
                 rows += rows_from_jsonl(cache)
                 continue
             if transcriber is None:
@@ -306,6 +339,35 @@ def main(argv: list[str] | None = None) -> int:
             got = run(d, transcriber, settings)
             rows_to_jsonl(got, cache)
             rows += got
+        out[d] = rows
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``fit DIR...``: decode the sets (cached in DIR/results.jsonl), fit, write the calibration.
+    ``crossval DIR... --hold-out DIR``: leave-one-source-out figures for the held-out set."""
+    ap = argparse.ArgumentParser(prog="python -m audio.eval_confidence")
+    ap.add_argument("command", choices=["fit", "crossval"])
+    ap.add_argument("dirs", nargs="+", type=Path)
+    ap.add_argument("--out", type=Path, default=CALIBRATION_PATH)
+    ap.add_argument("--l2", type=float, default=1.0)
+    ap.add_argument("--redo", action="store_true", help="decode again even if results.jsonl exists")
+    ap.add_argument("--hold-out", type=Path, help="crossval: the set whose sources are held out in turn")
+    ap.add_argument(
+        "--no-direct",
+        action="store_true",
+        help="skip non-speech fed straight to the STT (cached in DIR/results_direct.jsonl)",
+    )
+    args = ap.parse_args(argv)
+    dirs = list(args.dirs) + ([args.hold_out] if args.hold_out and args.hold_out not in args.dirs else [])
+    by_dir = _load_rows(dirs, args.redo, not args.no_direct, HearingSettings())
+    if args.command == "crossval":
+        if args.hold_out is None:
+            ap.error("crossval needs --hold-out DIR")
+        train = [r for d, rows in by_dir.items() if d != args.hold_out for r in rows]
+        print(json.dumps(cross_validate(train, by_dir[args.hold_out], args.l2), indent=2))
+        return 0
+    rows = [r for d in dirs for r in by_dir[d]]
     cal = fit_calibration(rows, args.l2)
     args.out.write_text(cal.to_json())
     print(f"fitted on {sum(r.features is not None for r in rows)} transcripts; wrote {args.out}")

