@@ -94,22 +94,22 @@ class ConfidenceFeatures:
     """The transcript is one of Whisper's typical hallucinated fillers."""
     repeated_words: bool = False
     """Some word directly repeats ("9 9", "thanks thanks"), a typical short-window slip."""
-    agrees: bool = True
-    """The best hypothesis of a beam search without timestamps has the same words (True if not run)."""
     first_token_prob: float = 1.0
     """Probability of the first text token (1.0 when unknown)."""
-    min_token_margin: float = 20.0
-    """Smallest log-probability margin of a chosen text token over the best other token (nats)."""
-    mean_token_margin: float = 20.0
-    """Mean log-probability margin of the chosen text tokens (nats; 20 when unknown)."""
-    max_token_entropy: float = 0.0
-    """Highest entropy of the next-token distribution over the text tokens (nats)."""
-    mean_token_entropy: float = 0.0
-    """Mean next-token entropy over the text tokens (nats)."""
     nbest_posterior: float = 1.0
     """Posterior of these words among the N best of a beam search without timestamps (1.0 if not run)."""
     nbest_word_agreement: float = 1.0
     """Expected share of these words the N best keep (1 - their posterior-weighted WER; 1.0 if not run)."""
+    min_token_margin: float = 20.0
+    """Smallest log-probability margin of a greedy token over the best other token (nats)."""
+    mean_token_margin: float = 20.0
+    """Mean log-probability margin of the greedy tokens (nats; 20 when unknown)."""
+    max_token_entropy: float = 0.0
+    """Highest entropy of the greedy pass's next-token distributions (nats)."""
+    mean_token_entropy: float = 0.0
+    """Mean next-token entropy of the greedy pass (nats)."""
+    changed_by_beam: bool = False
+    """The beam search's best differs from the greedy transcript and replaced it."""
 
     def as_dict(self) -> dict[str, float]:
         """Features as a plain dict (for JSON and fitting)."""
@@ -137,10 +137,10 @@ def feature_vector(f: ConfidenceFeatures) -> list[float]:
         filler * (level + 40.0) / 20.0,
         filler * (1.0 - f.speech_ratio),
         1.0 if f.repeated_words else 0.0,
-        1.0 if f.agrees else 0.0,
         min(f.n_words, 6) / 6.0,  # capped: training sentences are short, do not extrapolate
         math.log(max(1e-3, f.nbest_posterior)),
         f.nbest_word_agreement,
+        1.0 if f.changed_by_beam else 0.0,
         min(10.0, f.min_token_margin),
         min(10.0, f.mean_token_margin),
         f.max_token_entropy,
@@ -165,10 +165,10 @@ FEATURE_NAMES = (
     "filler_x_level",
     "filler_x_nonspeech_ratio",
     "repeated_words",
-    "agrees",
     "n_words_capped",
     "log_nbest_posterior",
     "nbest_word_agreement",
+    "changed_by_beam",
     "min_token_margin",
     "mean_token_margin",
     "max_token_entropy",
@@ -202,8 +202,8 @@ class Calibration:
 def _heuristic_calibration() -> Calibration:
     """Hand-set weights used until a fitted calibration file exists."""
     n = len(FEATURE_NAMES)
-    coef = [1.5, 0.3, 0.8, 0.3, -2.0, -1.0, -0.5, 1.0, 0.5, 0.0, -0.5, -1.0, 0.5, -1.0, -1.0, 1.0, 0.5]
-    coef += [1.0, 1.0, 0.3, 0.3, -0.3, -0.3, 0.3]
+    coef = [1.5, 0.3, 0.8, 0.3, -2.0, -1.0, -0.5, 1.0, 0.5, 0.0, -0.5, -1.0, 0.5, -1.0, -1.0, 0.5]
+    coef += [1.0, 1.0, -0.5, 0.3, 0.3, -0.3, -0.3, 0.3]
     return Calibration(FEATURE_NAMES, (0.0,) * n, (1.0,) * n, tuple(coef), 2.0)
 
 

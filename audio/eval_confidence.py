@@ -57,8 +57,6 @@ class ClipRow:
     errors: int
     ref_words: int
     features: dict[str, float] | None
-    source: str = ""
-    """The manifest's ``source`` column (recording origin), "" when absent."""
 
     @property
     def correct(self) -> bool:
@@ -101,7 +99,6 @@ def evaluate_set(
                 errors=word_errors(ref, res.text),
                 ref_words=len(normalise_for_wer(ref).split()),
                 features=feats.as_dict() if feats is not None else None,
-                source=entry.get("source", "") or "",
             )
         )
     return rows
@@ -174,15 +171,20 @@ def ece(scores: list[float], labels: list[bool], bins: int = 10) -> float:
 
 
 def report(rows: list[ClipRow]) -> dict[str, Any]:
-    """Metrics for a set of evaluated clips, plus ``by_source`` when clips come from several sources."""
+    """Metrics for a set of evaluated clips, plus ``by_folder`` (first folder of the clip's path, one
+    source of recordings) when the clips come from several."""
     out = _metrics(rows)
-    sources = sorted({r.source for r in rows})
-    if len(sources) > 1:
+    folders = sorted({_folder(r) for r in rows})
+    if len(folders) > 1:
         keys = ("clips", "wer", "auroc_speech", "clear_speech_accepted_share", "nonspeech_rejected_share")
-        out["by_source"] = {
-            src: {k: _metrics([r for r in rows if r.source == src])[k] for k in keys} for src in sources
+        out["by_folder"] = {
+            f: {k: _metrics([r for r in rows if _folder(r) == f])[k] for k in keys} for f in folders
         }
     return out
+
+
+def _folder(r: ClipRow) -> str:
+    return r.relpath.split("/")[0]
 
 
 def _rounded(value: float) -> float | None:
@@ -270,8 +272,8 @@ def _typed(f: dict[str, float], text: str = "") -> dict[str, Any]:
     out["fallbacks"] = int(f["fallbacks"])
     out["n_words"] = int(f["n_words"])
     out["filler"] = bool(f["filler"])
+    out["changed_by_beam"] = bool(f.get("changed_by_beam", 0.0))
     out["repeated_words"] = bool(f["repeated_words"]) if "repeated_words" in f else has_repeated_word(text)
-    out["agrees"] = bool(f.get("agrees", 1.0))
     return out
 
 
@@ -288,7 +290,9 @@ def _row_dict(r: ClipRow) -> dict[str, Any]:
 
 def rows_from_jsonl(path: Path) -> list[ClipRow]:
     """Read rows written by ``rows_to_jsonl``."""
-    return [ClipRow(**json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
+    known = set(ClipRow.__slots__)
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [ClipRow(**{k: v for k, v in row.items() if k in known}) for row in rows]
 
 
 def cross_validate(train: list[ClipRow], held: list[ClipRow], l2: float = 1.0) -> dict[str, Any]:
@@ -299,7 +303,7 @@ def cross_validate(train: list[ClipRow], held: list[ClipRow], l2: float = 1.0) -
     """
     groups: dict[str, list[ClipRow]] = {}
     for r in held:
-        groups.setdefault(r.relpath.split("/")[0], []).append(r)
+        groups.setdefault(_folder(r), []).append(r)
     pooled: list[ClipRow] = []
     per_group: dict[str, Any] = {}
     for name, rows in groups.items():

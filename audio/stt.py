@@ -2,9 +2,11 @@
 
 faster-whisper pads every input to Whisper's 30 s window, so a 1 s "yes" costs as much as 30 s of
 audio. ``WhisperTranscriber`` computes the log-mel over the utterance plus a silence margin, encodes
-that shorter window with ``WhisperModel.model`` directly and decodes greedily without timestamps.
-Short windows sometimes make Whisper loop ("3 3 3 3"); such decodes (compression ratio too high,
-token budget exhausted, a token repeated) are redone on the full 30 s window.
+that shorter window with ``WhisperModel.model`` directly and runs a beam search without timestamps
+that returns its N best hypotheses: the best one that does not loop is the transcript, and how the
+others agree with it feeds the confidence. Short windows sometimes make Whisper loop ("3 3 3 3");
+when every hypothesis loops (compression ratio too high, token budget exhausted, a token repeated)
+the utterance is redone on the full 30 s window.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -36,10 +38,11 @@ _LOGGER = logging.getLogger(__name__)
 SAMPLE_RATE = 16000
 FULL_WINDOW_FRAMES = 3000
 """Whisper's 30 s encoder window in mel frames (10 ms each)."""
-SECOND_OPINION_MAX_S = 4.0
-"""Utterances up to this long (s) get the N-best second opinion (its cost grows with the text)."""
-NBEST_SIZE = 5
-"""Beam width and number of hypotheses of the second-opinion decode."""
+SECOND_OPINION_MAX_WORDS = 3
+"""Transcripts of up to this many words always get the beam search's second opinion (cheap: few
+tokens; fillers, goodbyes and single words are where a confident mistake costs most)."""
+SECOND_OPINION_TOKEN_PROB = 0.5
+"""Longer ones get it when some greedy token was less likely than this (shaky)."""
 COMPRESSION_LIMIT = 2.4
 
 
@@ -63,25 +66,36 @@ class Transcription:
 
 
 @dataclass(frozen=True, slots=True)
+class _NBest:
+    posterior: float
+    word_agreement: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Hypothesis:
+    tokens: list[int]
+    text: str
+    score: float
+    """Summed token log-probability."""
+    length: int
+    """Generated tokens, before a looped phrase was cut."""
+    looped: bool
+
+
+@dataclass(frozen=True, slots=True)
 class _Decode:
     tokens: list[int]
     text: str
     avg_logprob: float
     token_probs: list[float]
     token_margins: list[float]
+    """Of the greedy pass, also when the beam's text replaced it (how torn the decoder was)."""
     token_entropies: list[float]
     no_speech_prob: float
     compression_ratio: float
-    hit_limit: bool
+    looped: bool
     repeated: bool
     encoder_output: Any = None
-
-
-@dataclass(frozen=True, slots=True)
-class _NBest:
-    posterior: float
-    word_agreement: float
-    best_agrees: bool
 
 
 class Transcriber(Protocol):
@@ -148,10 +162,39 @@ def _word_agreement(mine: str, other: str) -> float:
     return max(0.0, 1.0 - word_edit_distance(ref, hyp) / len(ref))
 
 
-def _looks_looped(d: _Decode) -> bool:
-    if d.hit_limit or d.compression_ratio > COMPRESSION_LIMIT:
-        return True
-    return _repeats(d.tokens, 4) or _repeats(normalise_text(d.text).split(), 3)
+def _nbest_stats(mine: str, hyps: list[_Hypothesis]) -> _NBest:
+    """How the N best hypotheses back ``mine``: its posterior (softmax of the summed log-probabilities,
+    hypotheses with the same normalised words pooled) and the expected share of its words they keep.
+
+    A clearly heard word holds nearly all the mass; an unclear one ("five" heard as "Bye.") shares it
+    with rivals.
+    """
+    key = _one_copy(normalise_for_wer(mine))
+    texts = [_one_copy(normalise_for_wer(h.text)) for h in hyps]
+    scores = np.asarray([h.score for h in hyps], dtype=np.float64)
+    weights = np.exp(scores - scores.max())
+    weights /= weights.sum()
+    posterior = float(sum(w for w, t in zip(weights, texts, strict=True) if t == key))
+    agreement = float(sum(w * _word_agreement(key, t) for w, t in zip(weights, texts, strict=True)))
+    return _NBest(posterior, agreement)
+
+
+def _token_budget(n_samples: int) -> int:
+    """Most tokens a decode of ``n_samples`` may generate (10 plus 10 per second)."""
+    return min(220, 10 + int(n_samples / SAMPLE_RATE * 10))
+
+
+def _looks_repetitive(tokens: list[int], text: str) -> bool:
+    return _repeats(tokens, 4) or _repeats(normalise_text(text).split(), 3)
+
+
+def _beam_wins(beam_text: str, greedy_text: str, hyps: list[_Hypothesis]) -> bool:
+    """Whether the beam's best words should replace the greedy ones: they differ, hold more of the
+    N-best mass, and do not add a repeated word ("Goodbye Goodbye", a short-window slip)."""
+    mine, theirs = _one_copy(normalise_for_wer(greedy_text)), _one_copy(normalise_for_wer(beam_text))
+    if mine == theirs or (has_repeated_word(beam_text) and not has_repeated_word(greedy_text)):
+        return False
+    return _nbest_stats(beam_text, hyps).posterior > _nbest_stats(greedy_text, hyps).posterior
 
 
 def _repeats(items: list[Any], times: int) -> bool:
@@ -255,8 +298,9 @@ class WhisperTranscriber:
         wanted += wanted % 2
         return min(FULL_WINDOW_FRAMES, wanted)
 
-    def _decode(self, samples: FloatArray, frames: int, temperature: float) -> _Decode:
-        """One encoder + decoder pass with timestamps (they keep short windows from repeating)."""
+    def _greedy(self, samples: FloatArray, frames: int) -> _Decode:
+        """One encoder pass and a greedy decode with timestamps (they keep short windows from
+        repeating), with each chosen token's probability."""
         from faster_whisper.transcribe import get_ctranslate2_storage
 
         m = self.model
@@ -264,79 +308,78 @@ class WhisperTranscriber:
         mel = self._mel(samples, frames)
         enc = m.model.encode(get_ctranslate2_storage(mel[None]), to_cpu=False)
         prompt = list(tok.sot_sequence)
-        budget = min(220, 10 + int(len(samples) / SAMPLE_RATE * 10))
-        greedy = self.settings.stt_beam_size <= 1 or temperature > 0
-        kwargs: dict[str, Any] = (
-            {"beam_size": 1, "sampling_topk": 0 if temperature > 0 else 1}
-            if greedy
-            else {"beam_size": self.settings.stt_beam_size}
-        )
-        if temperature > 0:
-            kwargs["sampling_temperature"] = temperature
+        budget = _token_budget(len(samples))
         res = m.model.generate(
             enc,
             [prompt],
+            beam_size=1,
+            sampling_topk=1,
             max_length=len(prompt) + budget,
             return_scores=True,
             return_no_speech_prob=True,
-            return_logits_vocab=greedy,
+            return_logits_vocab=True,
             suppress_blank=True,
             suppress_tokens=[-1],
-            **kwargs,
         )[0]
         ids: list[int] = list(res.sequences_ids[0])
-        stats = step_stats(res.logits[0], ids) if greedy and res.logits else StepStats([], [], [])
+        stats = step_stats(res.logits[0], ids) if res.logits else StepStats([], [], [])
         tokens, kept, repeated = self._keep_segments(ids, stats, len(samples) / SAMPLE_RATE)
         text = tok.decode(tokens).strip()
         n = len(ids)
-        avg = float(res.scores[0]) * n / (n + 1) if n else float(res.scores[0])
+        compression = _compression_ratio(text)
+        looped = n >= budget or compression > COMPRESSION_LIMIT or _looks_repetitive(tokens, text)
         return _Decode(
             tokens=tokens,
             text=text,
-            avg_logprob=avg,
+            avg_logprob=float(res.scores[0]) * n / (n + 1) if n else float(res.scores[0]),
             token_probs=kept.probs,
             token_margins=kept.margins,
             token_entropies=kept.entropies,
             no_speech_prob=float(res.no_speech_prob),
-            compression_ratio=_compression_ratio(text),
-            hit_limit=n >= budget,
+            compression_ratio=compression,
+            looped=looped,
             repeated=repeated,
             encoder_output=enc,
         )
 
-    def _nbest(self, d: _Decode, n_samples: int) -> _NBest:
-        """Second opinion: a beam search without timestamps over the same encoder output (decoder
-        only, cheap) returning its N best hypotheses, weighted by their summed log-probabilities.
-
-        A clearly heard word holds nearly all the mass; an unclear one ("five" heard as "Bye.")
-        shares it with rivals. For sentences the expected word agreement says how much of our
-        transcript the rivals keep. Long utterances are not checked: (1.0, 1.0, True).
-        """
-        if d.encoder_output is None or not d.tokens or n_samples > SECOND_OPINION_MAX_S * SAMPLE_RATE:
-            return _NBest(1.0, 1.0, True)
+    def _beam(self, encoder_output: Any, n_samples: int) -> list[_Hypothesis]:
+        """The N best of a beam search without timestamps over an encoder output already computed
+        (decoder only), scored by summed log-probability."""
         tok = self._tokenizer
         prompt = [*tok.sot_sequence, tok.no_timestamps]
+        budget = _token_budget(n_samples)
+        beam = self.settings.stt_beam_size
         res = self.model.model.generate(
-            d.encoder_output,
+            encoder_output,
             [prompt],
-            beam_size=NBEST_SIZE,
-            num_hypotheses=NBEST_SIZE,
-            length_penalty=0.0,
+            beam_size=beam,
+            num_hypotheses=beam,
+            length_penalty=0.0,  # summed log-probabilities: what the posterior needs
             return_scores=True,
-            max_length=len(prompt) + len(d.tokens) + 6,
+            max_length=len(prompt) + budget,
             suppress_blank=True,
             suppress_tokens=[-1],
         )[0]
-        mine = _one_copy(normalise_for_wer(d.text))
-        texts = [
-            _one_copy(normalise_for_wer(tok.decode(_unlooped(ids, tok.eot)))) for ids in res.sequences_ids
-        ]
-        scores = np.asarray(res.scores, dtype=np.float64)
-        weights = np.exp(scores - scores.max())
-        weights /= weights.sum()
-        posterior = float(sum(w for w, t in zip(weights, texts, strict=True) if t == mine))
-        agreement = float(sum(w * _word_agreement(mine, t) for w, t in zip(weights, texts, strict=True)))
-        return _NBest(posterior, agreement, texts[0] == mine)
+        hyps = []
+        for ids, summed in zip(res.sequences_ids, res.scores, strict=True):
+            tokens = _unlooped(list(ids), tok.eot)
+            text = tok.decode(tokens).strip()
+            looped = (
+                len(ids) >= budget
+                or _compression_ratio(text) > COMPRESSION_LIMIT
+                or _looks_repetitive(tokens, text)
+            )
+            hyps.append(_Hypothesis(tokens, text, float(summed), len(ids), looped))
+        return hyps
+
+    def _token_probs(self, encoder_output: Any, tokens: list[int], n_samples: int) -> list[float]:
+        """Probability of each of ``tokens``, from a forced pass over the encoder output."""
+        if not tokens:
+            return []
+        res = self.model.model.align(
+            encoder_output, list(self._tokenizer.sot_sequence), [tokens], [max(1, n_samples // 160)]
+        )
+        return [float(p) for p in res[0].text_token_probs]
 
     def _keep_segments(
         self, ids: list[int], stats: StepStats, audio_s: float
@@ -384,17 +427,42 @@ class WhisperTranscriber:
         kept = StepStats(pick(stats.probs, 1.0), pick(stats.margins, 20.0), pick(stats.entropies, 0.0))
         return tokens, kept, repeated
 
-    def _word_probs(self, d: _Decode) -> list[float]:
-        if not d.token_probs:
-            return [math.exp(d.avg_logprob)] if d.text else []
+    def _word_probs(self, tokens: list[int], probs: list[float], avg_logprob: float) -> list[float]:
+        if not probs:
+            return [math.exp(avg_logprob)] if tokens else []
         words: list[float] = []
-        for t, p in zip(d.tokens, d.token_probs, strict=False):
+        for t, p in zip(tokens, probs, strict=False):
             piece = self._tokenizer.decode([t])
             if not words or piece.startswith(" ") or not piece.strip().isalnum():
                 words.append(p)
             else:
                 words[-1] *= p
         return words
+
+    def _second_opinion(self, d: _Decode, n_samples: int) -> tuple[_Decode, _NBest, bool]:
+        """For short or shaky transcripts: the beam's N best over the same encoder output. Its best
+        hypothesis that does not loop replaces the greedy one when it holds more of the N-best mass
+        (beam search is more accurate); the others say how much to trust the transcript. Returns
+        (decode, N-best stats, whether the text changed)."""
+        shaky = bool(d.token_probs) and min(d.token_probs) < SECOND_OPINION_TOKEN_PROB
+        short = len(normalise_text(d.text).split()) <= SECOND_OPINION_MAX_WORDS
+        if self.settings.stt_beam_size <= 1 or not (short or shaky):
+            return d, _NBest(1.0, 1.0), False
+        hyps = self._beam(d.encoder_output, n_samples)
+        best = next((h for h in hyps if not h.looped and normalise_text(h.text)), None)
+        if best is None or not _beam_wins(best.text, d.text, hyps):
+            return d, _nbest_stats(d.text, hyps), False
+        probs = self._token_probs(d.encoder_output, best.tokens, n_samples)
+        changed = replace(
+            d,
+            tokens=best.tokens,
+            text=best.text,
+            avg_logprob=best.score / (best.length + 1),
+            token_probs=probs,
+            compression_ratio=_compression_ratio(best.text),
+            looped=False,
+        )
+        return changed, _nbest_stats(best.text, hyps), True
 
     def transcribe(self, samples: FloatArray, speech_ratio: float | None = None) -> Transcription:
         """Decode one utterance (float32 16 kHz mono); blocking, call from a worker thread."""
@@ -404,28 +472,27 @@ class WhisperTranscriber:
             _LOGGER.warning("utterance of %.1f s cut to 30 s", len(samples) / SAMPLE_RATE)
             samples = samples[: FULL_WINDOW_FRAMES * 160]
         frames = self._window_frames(len(samples))
-        d = self._decode(samples, frames, 0.0)
+        d = self._greedy(samples, frames)
         fallbacks = int(d.repeated)
-        if frames < FULL_WINDOW_FRAMES and (not normalise_text(d.text) or _looks_looped(d)):
+        if frames < FULL_WINDOW_FRAMES and (not normalise_text(d.text) or d.looped):
             # Short windows sometimes give up ("<|0.00|>" then end) on very short words, or still
             # loop after repeated segments were dropped: redo on the full 30 s window.
             fallbacks += 1
-            d = self._decode(samples, FULL_WINDOW_FRAMES, 0.0)
+            d = self._greedy(samples, FULL_WINDOW_FRAMES)
         elif frames < FULL_WINDOW_FRAMES and has_repeated_word(d.text) and len(d.tokens) <= 6:
             # "9 9", "0 0" for one spoken digit: a short-window slip the full window rarely makes.
-            full = self._decode(samples, FULL_WINDOW_FRAMES, 0.0)
+            full = self._greedy(samples, FULL_WINDOW_FRAMES)
             fallbacks += 1
-            if normalise_text(full.text) and not _looks_looped(full):
+            if normalise_text(full.text) and not full.looped:
                 d = full
         audio_ms = round(len(samples) * 1000 / SAMPLE_RATE)
-        text = d.text
-        if not normalise_text(text):
-            text = ""
         features = None
         confidence = 0.0
-        if text:
-            words = self._word_probs(d) or [0.0]
-            nbest = self._nbest(d, len(samples))
+        text = ""
+        if normalise_text(d.text):
+            d, nbest, changed = self._second_opinion(d, len(samples))
+            text = d.text
+            words = self._word_probs(d.tokens, d.token_probs, d.avg_logprob) or [0.0]
             normalised = normalise_text(text)
             features = ConfidenceFeatures(
                 avg_logprob=d.avg_logprob,
@@ -446,9 +513,9 @@ class WhisperTranscriber:
                 n_words=len(normalised.split()),
                 filler=normalised in _FILLERS,
                 repeated_words=has_repeated_word(text),
-                agrees=nbest.best_agrees,
                 nbest_posterior=nbest.posterior,
                 nbest_word_agreement=nbest.word_agreement,
+                changed_by_beam=changed,
             )
             confidence = score(features)
         decode_ms = round((time.monotonic() - t0) * 1000)

@@ -61,7 +61,8 @@ def test_scores_order_and_clamp() -> None:
             speech_ratio=0.2,
             level_db=-60.0,
             filler=True,
-            agrees=False,
+            nbest_posterior=0.05,
+            nbest_word_agreement=0.1,
         )
     )
     assert 0.4 <= good <= 1.0
@@ -114,11 +115,12 @@ def test_step_stats_margin_and_entropy() -> None:
     assert stats.margins == pytest.approx([2.0, 0.0])  # chosen vs best other token, in nats
     assert stats.entropies[1] == pytest.approx(math.log(2.0))  # -inf (suppressed) tokens ignored
     assert 0.0 < stats.entropies[0] < math.log(3.0)
+    assert step_stats([], [1, 2]).probs == []
 
 
 def test_unstable_decode_lowers_the_score() -> None:
-    stable = dict(min_token_margin=8.0, mean_token_margin=9.0, max_token_entropy=0.5, nbest_posterior=1.0)
-    torn = dict(min_token_margin=0.05, mean_token_margin=0.3, max_token_entropy=4.0, nbest_posterior=0.1)
+    stable = dict(min_token_prob=0.9, first_token_prob=0.9, nbest_posterior=1.0, nbest_word_agreement=1.0)
+    torn = dict(min_token_prob=0.05, first_token_prob=0.1, nbest_posterior=0.1, nbest_word_agreement=0.2)
     assert score(features(**torn)) < score(features(**stable))
 
 
@@ -127,18 +129,18 @@ def test_rivals_in_the_nbest_lower_the_score() -> None:
     assert score(features(nbest_word_agreement=0.3)) < score(features(nbest_word_agreement=1.0))
 
 
-def test_report_breaks_down_by_source() -> None:
+def test_report_breaks_down_by_folder() -> None:
     from audio.eval_confidence import ClipRow, report
 
-    def row(source: str, text: str, conf: float) -> ClipRow:
-        return ClipRow("x.wav", "yes", "speech", "", text, conf, word_errors("yes", text), 1, None, source)
+    def row(folder: str, text: str, conf: float) -> ClipRow:
+        return ClipRow(f"{folder}/x.wav", "yes", "speech", "", text, conf, word_errors("yes", text), 1, None)
 
     rows = [row("a", "yes", 0.9), row("a", "no", 0.2), row("b", "yes", 0.8)]
     out = report(rows)
     assert out["auroc_speech"] == 1.0 and out["wer"] == pytest.approx(1 / 3, abs=1e-4)
-    assert out["by_source"]["a"]["auroc_speech"] == 1.0
-    assert out["by_source"]["b"]["auroc_speech"] is None  # one class only: undefined, not NaN
-    assert "by_source" not in report(rows[:2])
+    assert out["by_folder"]["a"]["auroc_speech"] == 1.0
+    assert out["by_folder"]["b"]["auroc_speech"] is None  # one class only: undefined, not NaN
+    assert "by_folder" not in report(rows[:2])
 
 
 def test_cross_validation_holds_out_each_source() -> None:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from audio.confidence import MIN_CONFIDENCE, normalise_for_wer
+from audio.eval_confidence import word_errors
 from audio.hearing_settings import HearingSettings
 from audio.stt import WhisperTranscriber
 from audio.stt_clip import load_clip, transcribe_clip
@@ -28,7 +31,7 @@ def test_jfk_is_transcribed_with_high_confidence(
     assert res.confidence >= ACCEPT
     assert res.language == "en" and res.audio_ms == 11000 and res.decode_ms > 0
     feats = res.utterances[0].features
-    assert feats is not None and feats.nbest_posterior == 1.0  # long: no N-best second opinion
+    assert feats is not None and feats.nbest_word_agreement > 0.8  # the rivals differ in a word at most
 
 
 @pytest.mark.parametrize("text", ["Thank you.", "Bye.", "Good night.", "What is the weather like today?"])
@@ -147,8 +150,23 @@ def test_clear_speech_holds_the_nbest(
     hearing_settings: HearingSettings,
     hearing_say: Callable[[str], FloatArray],
 ) -> None:
-    clip = np.concatenate([hearing_silence(0.4), hearing_say("Turn on the lights in the kitchen.") * 0.5])
-    res = hearing_transcriber.transcribe(np.concatenate([clip, hearing_silence(0.4)]), speech_ratio=0.8)
+    clip = np.concatenate([hearing_silence(0.4), hearing_say("Good night.") * 0.5, hearing_silence(0.4)])
+    res = hearing_transcriber.transcribe(clip, speech_ratio=0.8)  # short: always a second opinion
     f = res.features
-    assert f is not None and normalise_for_wer(res.text) == "turn on the lights in the kitchen"
-    assert f.agrees and f.nbest_posterior > 0.5 and f.nbest_word_agreement > 0.9, f
+    assert f is not None and normalise_for_wer(res.text) == "good night"
+    assert f.nbest_posterior > 0.5 and f.nbest_word_agreement > 0.9, f
+
+
+def test_beam_second_opinion_replaces_a_shaky_greedy_transcript(
+    hearing_transcriber: WhisperTranscriber, tmp_path: Path
+) -> None:
+    # espeak's Scottish voice: the greedy pass hears "What time of night?" (tokens below 0.5);
+    # the beam search over the same encoder output hears "What time in it?", one error fewer.
+    wav = tmp_path / "q.wav"
+    cmd = ["espeak-ng", "-v", "en-gb-scotland", "-s", "160", "-w", str(wav), "What time is it?"]
+    subprocess.run(cmd, check=True)
+    speech = load_clip(wav) * 0.5
+    clip = np.concatenate([hearing_silence(0.4), speech, hearing_silence(0.4)])
+    res = hearing_transcriber.transcribe(clip, speech_ratio=0.8)
+    assert res.features is not None and res.features.changed_by_beam, res
+    assert word_errors("What time is it?", res.text) <= 1, res
