@@ -24,13 +24,21 @@ from audio.confidence import FILLER_PHRASES as _FILLERS
 from audio.confidence import (
     ConfidenceFeatures,
     has_repeated_word,
-    normalise_for_wer,
     normalise_text,
     score,
-    word_edit_distance,
 )
 from audio.confidence_signals import StepStats, step_stats
 from audio.hearing_settings import HearingSettings
+from audio.transcript_checks import (
+    Hypothesis,
+    NBest,
+    beam_wins,
+    compression_ratio,
+    looks_repetitive,
+    nbest_stats,
+    repeat_period,
+    unlooped,
+)
 from audio.wav import FloatArray
 
 _LOGGER = logging.getLogger(__name__)
@@ -63,23 +71,6 @@ class Transcription:
     audio_ms: int
     decode_ms: int
     features: ConfidenceFeatures | None
-
-
-@dataclass(frozen=True, slots=True)
-class _NBest:
-    posterior: float
-    word_agreement: float
-
-
-@dataclass(frozen=True, slots=True)
-class _Hypothesis:
-    tokens: list[int]
-    text: str
-    score: float
-    """Summed token log-probability."""
-    length: int
-    """Generated tokens, before a looped phrase was cut."""
-    looped: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,87 +116,9 @@ def make_transcriber(settings: HearingSettings) -> Transcriber:
     raise ValueError(f"unknown stt_provider {settings.stt_provider!r} (use 'whisper' or 'openai')")
 
 
-def _compression_ratio(text: str) -> float:
-    import zlib
-
-    raw = text.encode("utf-8")
-    return len(raw) / max(1, len(zlib.compress(raw))) if raw else 0.0
-
-
-def _repeat_period(tokens: list[int]) -> int:
-    """Length of a phrase (>= 2 tokens) the sequence repeats ("Yes? Yes?", "A b c. A b"), else 0."""
-    n = len(tokens)
-    for k in range(2, n - 1):
-        if tokens[k:] == tokens[: n - k]:
-            return k
-    return 0
-
-
-def _unlooped(ids: list[int], eot: int) -> list[int]:
-    """Text tokens of a decode without timestamps, one copy of a looped phrase."""
-    ids = [t for t in ids if t < eot]
-    cut = _repeat_period(ids)  # without timestamps short windows loop: compare one copy
-    return ids[:cut] if cut else ids
-
-
-def _one_copy(words: str) -> str:
-    """``"bye bye bye"`` -> ``"bye"``: one word said over and over counts once."""
-    split = words.split()
-    return split[0] if split and all(w == split[0] for w in split) else words
-
-
-def _word_agreement(mine: str, other: str) -> float:
-    """1 - word error rate of ``other`` against ``mine`` (clamped at 0)."""
-    ref, hyp = mine.split(), other.split()
-    if not ref:
-        return 1.0 if not hyp else 0.0
-    return max(0.0, 1.0 - word_edit_distance(ref, hyp) / len(ref))
-
-
-def _nbest_stats(mine: str, hyps: list[_Hypothesis]) -> _NBest:
-    """How the N best hypotheses back ``mine``: its posterior (softmax of the summed log-probabilities,
-    hypotheses with the same normalised words pooled) and the expected share of its words they keep.
-
-    A clearly heard word holds nearly all the mass; an unclear one ("five" heard as "Bye.") shares it
-    with rivals.
-    """
-    key = _one_copy(normalise_for_wer(mine))
-    texts = [_one_copy(normalise_for_wer(h.text)) for h in hyps]
-    scores = np.asarray([h.score for h in hyps], dtype=np.float64)
-    weights = np.exp(scores - scores.max())
-    weights /= weights.sum()
-    posterior = float(sum(w for w, t in zip(weights, texts, strict=True) if t == key))
-    agreement = float(sum(w * _word_agreement(key, t) for w, t in zip(weights, texts, strict=True)))
-    return _NBest(posterior, agreement)
-
-
 def _token_budget(n_samples: int) -> int:
     """Most tokens a decode of ``n_samples`` may generate (10 plus 10 per second)."""
     return min(220, 10 + int(n_samples / SAMPLE_RATE * 10))
-
-
-def _looks_repetitive(tokens: list[int], text: str) -> bool:
-    return _repeats(tokens, 4) or _repeats(normalise_text(text).split(), 3)
-
-
-def _beam_wins(beam_text: str, greedy_text: str, hyps: list[_Hypothesis]) -> bool:
-    """Whether the beam's best words should replace the greedy ones: they differ, hold more of the
-    N-best mass, and do not add a repeated word ("Goodbye Goodbye", a short-window slip)."""
-    mine, theirs = _one_copy(normalise_for_wer(greedy_text)), _one_copy(normalise_for_wer(beam_text))
-    if mine == theirs or (has_repeated_word(beam_text) and not has_repeated_word(greedy_text)):
-        return False
-    return _nbest_stats(beam_text, hyps).posterior > _nbest_stats(greedy_text, hyps).posterior
-
-
-def _repeats(items: list[Any], times: int) -> bool:
-    """Whether some 1- or 2-item pattern repeats ``times`` times in a row."""
-    for size in (1, 2):
-        run = 1
-        for i in range(size, len(items) - size + 1, size):
-            run = run + 1 if items[i : i + size] == items[i - size : i] else 1
-            if run >= times:
-                return True
-    return False
 
 
 def audio_level_db(samples: FloatArray, rate: int = SAMPLE_RATE) -> float:
@@ -326,8 +239,8 @@ class WhisperTranscriber:
         tokens, kept, repeated = self._keep_segments(ids, stats, len(samples) / SAMPLE_RATE)
         text = tok.decode(tokens).strip()
         n = len(ids)
-        compression = _compression_ratio(text)
-        looped = n >= budget or compression > COMPRESSION_LIMIT or _looks_repetitive(tokens, text)
+        compression = compression_ratio(text)
+        looped = n >= budget or compression > COMPRESSION_LIMIT or looks_repetitive(tokens, text)
         return _Decode(
             tokens=tokens,
             text=text,
@@ -342,7 +255,7 @@ class WhisperTranscriber:
             encoder_output=enc,
         )
 
-    def _beam(self, encoder_output: Any, n_samples: int) -> list[_Hypothesis]:
+    def _beam(self, encoder_output: Any, n_samples: int) -> list[Hypothesis]:
         """The N best of a beam search without timestamps over an encoder output already computed
         (decoder only), scored by summed log-probability."""
         tok = self._tokenizer
@@ -362,14 +275,14 @@ class WhisperTranscriber:
         )[0]
         hyps = []
         for ids, summed in zip(res.sequences_ids, res.scores, strict=True):
-            tokens = _unlooped(list(ids), tok.eot)
+            tokens = unlooped(list(ids), tok.eot)
             text = tok.decode(tokens).strip()
             looped = (
                 len(ids) >= budget
-                or _compression_ratio(text) > COMPRESSION_LIMIT
-                or _looks_repetitive(tokens, text)
+                or compression_ratio(text) > COMPRESSION_LIMIT
+                or looks_repetitive(tokens, text)
             )
-            hyps.append(_Hypothesis(tokens, text, float(summed), len(ids), looped))
+            hyps.append(Hypothesis(tokens, text, float(summed), len(ids), looped))
         return hyps
 
     def _token_probs(self, encoder_output: Any, tokens: list[int], n_samples: int) -> list[float]:
@@ -417,7 +330,7 @@ class WhisperTranscriber:
             tokens += seg
             steps += seg_i
             last = seg
-        cut = _repeat_period(tokens)
+        cut = repeat_period(tokens)
         if cut:
             tokens, steps, repeated = tokens[:cut], steps[:cut], True
 
@@ -439,7 +352,7 @@ class WhisperTranscriber:
                 words[-1] *= p
         return words
 
-    def _second_opinion(self, d: _Decode, n_samples: int) -> tuple[_Decode, _NBest, bool]:
+    def _second_opinion(self, d: _Decode, n_samples: int) -> tuple[_Decode, NBest, bool]:
         """For short or shaky transcripts: the beam's N best over the same encoder output. Its best
         hypothesis that does not loop replaces the greedy one when it holds more of the N-best mass
         (beam search is more accurate); the others say how much to trust the transcript. Returns
@@ -447,11 +360,11 @@ class WhisperTranscriber:
         shaky = bool(d.token_probs) and min(d.token_probs) < SECOND_OPINION_TOKEN_PROB
         short = len(normalise_text(d.text).split()) <= SECOND_OPINION_MAX_WORDS
         if self.settings.stt_beam_size <= 1 or not (short or shaky):
-            return d, _NBest(1.0, 1.0), False
+            return d, NBest(1.0, 1.0), False
         hyps = self._beam(d.encoder_output, n_samples)
         best = next((h for h in hyps if not h.looped and normalise_text(h.text)), None)
-        if best is None or not _beam_wins(best.text, d.text, hyps):
-            return d, _nbest_stats(d.text, hyps), False
+        if best is None or not beam_wins(best.text, d.text, hyps):
+            return d, nbest_stats(d.text, hyps), False
         probs = self._token_probs(d.encoder_output, best.tokens, n_samples)
         changed = replace(
             d,
@@ -459,10 +372,10 @@ class WhisperTranscriber:
             text=best.text,
             avg_logprob=best.score / (best.length + 1),
             token_probs=probs,
-            compression_ratio=_compression_ratio(best.text),
+            compression_ratio=compression_ratio(best.text),
             looped=False,
         )
-        return changed, _nbest_stats(best.text, hyps), True
+        return changed, nbest_stats(best.text, hyps), True
 
     def transcribe(self, samples: FloatArray, speech_ratio: float | None = None) -> Transcription:
         """Decode one utterance (float32 16 kHz mono); blocking, call from a worker thread."""

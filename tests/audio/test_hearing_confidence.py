@@ -88,14 +88,14 @@ def test_normalisation_for_wer() -> None:
 
 
 def test_nbest_helpers() -> None:
-    from audio.stt import _one_copy, _unlooped, _word_agreement
+    from audio.transcript_checks import one_copy, unlooped, word_agreement
 
-    assert _one_copy("bye bye bye") == "bye" and _one_copy("bye now") == "bye now"
-    assert _unlooped([5, 6, 5, 6, 5, 6, 99, 100], eot=99) == [5, 6]  # one copy, no end token
-    assert _word_agreement("turn on the lights", "turn on the lights") == 1.0
-    assert _word_agreement("turn on the lights", "turn the light") == pytest.approx(0.5)
-    assert _word_agreement("bye", "five six seven") == 0.0  # clamped, never negative
-    assert _word_agreement("", "") == 1.0 and _word_agreement("", "hi") == 0.0
+    assert one_copy("bye bye bye") == "bye" and one_copy("bye now") == "bye now"
+    assert unlooped([5, 6, 5, 6, 5, 6, 99, 100], eot=99) == [5, 6]  # one copy, no end token
+    assert word_agreement("turn on the lights", "turn on the lights") == 1.0
+    assert word_agreement("turn on the lights", "turn the light") == pytest.approx(0.5)
+    assert word_agreement("bye", "five six seven") == 0.0  # clamped, never negative
+    assert word_agreement("", "") == 1.0 and word_agreement("", "hi") == 0.0
 
 
 def test_metrics() -> None:
@@ -116,6 +116,22 @@ def test_step_stats_margin_and_entropy() -> None:
     assert stats.entropies[1] == pytest.approx(math.log(2.0))  # -inf (suppressed) tokens ignored
     assert 0.0 < stats.entropies[0] < math.log(3.0)
     assert step_stats([], [1, 2]).probs == []
+
+
+def test_nbest_stats_and_when_the_beam_wins() -> None:
+    from audio.transcript_checks import Hypothesis, beam_wins, nbest_stats
+
+    def hyp(text: str, score: float) -> Hypothesis:
+        return Hypothesis([], text, score, 2, False)
+
+    torn = [hyp("Bye.", -1.0), hyp("Five.", -1.0), hyp("bye bye", -30.0)]
+    stats = nbest_stats("Bye", torn)
+    assert stats.posterior == pytest.approx(0.5) and stats.word_agreement == pytest.approx(0.5)
+    assert nbest_stats("six", torn).posterior == pytest.approx(0.0, abs=1e-9)
+    assert not beam_wins("Five.", "Bye.", torn)  # equal mass: keep the greedy words
+    clearer = [hyp("Five.", -0.5), hyp("Bye.", -2.0)]
+    assert beam_wins("Five.", "Bye.", clearer)
+    assert not beam_wins("Goodbye Goodbye", "Goodbye.", [hyp("Goodbye Goodbye", -0.1)])  # no new repeat
 
 
 def test_unstable_decode_lowers_the_score() -> None:

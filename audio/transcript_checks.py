@@ -1,0 +1,107 @@
+"""Checks on Whisper transcripts and hypotheses: loops, repeats, and how an N-best list backs a text.
+
+Pure functions over token ids and strings (no model), used by ``audio.stt``.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from audio.confidence import has_repeated_word, normalise_for_wer, normalise_text, word_edit_distance
+
+
+@dataclass(frozen=True, slots=True)
+class NBest:
+    posterior: float
+    word_agreement: float
+
+
+@dataclass(frozen=True, slots=True)
+class Hypothesis:
+    tokens: list[int]
+    text: str
+    score: float
+    """Summed token log-probability."""
+    length: int
+    """Generated tokens, before a looped phrase was cut."""
+    looped: bool
+
+
+def compression_ratio(text: str) -> float:
+    raw = text.encode("utf-8")
+    return len(raw) / max(1, len(zlib.compress(raw))) if raw else 0.0
+
+
+def repeat_period(tokens: list[int]) -> int:
+    """Length of a phrase (>= 2 tokens) the sequence repeats ("Yes? Yes?", "A b c. A b"), else 0."""
+    n = len(tokens)
+    for k in range(2, n - 1):
+        if tokens[k:] == tokens[: n - k]:
+            return k
+    return 0
+
+
+def unlooped(ids: list[int], eot: int) -> list[int]:
+    """Text tokens of a decode without timestamps, one copy of a looped phrase."""
+    ids = [t for t in ids if t < eot]
+    cut = repeat_period(ids)  # without timestamps short windows loop: compare one copy
+    return ids[:cut] if cut else ids
+
+
+def one_copy(words: str) -> str:
+    """``"bye bye bye"`` -> ``"bye"``: one word said over and over counts once."""
+    split = words.split()
+    return split[0] if split and all(w == split[0] for w in split) else words
+
+
+def word_agreement(mine: str, other: str) -> float:
+    """1 - word error rate of ``other`` against ``mine`` (clamped at 0)."""
+    ref, hyp = mine.split(), other.split()
+    if not ref:
+        return 1.0 if not hyp else 0.0
+    return max(0.0, 1.0 - word_edit_distance(ref, hyp) / len(ref))
+
+
+def nbest_stats(mine: str, hyps: list[Hypothesis]) -> NBest:
+    """How the N best hypotheses back ``mine``: its posterior (softmax of the summed log-probabilities,
+    hypotheses with the same normalised words pooled) and the expected share of its words they keep.
+
+    A clearly heard word holds nearly all the mass; an unclear one ("five" heard as "Bye.") shares it
+    with rivals.
+    """
+    key = one_copy(normalise_for_wer(mine))
+    texts = [one_copy(normalise_for_wer(h.text)) for h in hyps]
+    scores = np.asarray([h.score for h in hyps], dtype=np.float64)
+    weights = np.exp(scores - scores.max())
+    weights /= weights.sum()
+    posterior = float(sum(w for w, t in zip(weights, texts, strict=True) if t == key))
+    agreement = float(sum(w * word_agreement(key, t) for w, t in zip(weights, texts, strict=True)))
+    return NBest(posterior, agreement)
+
+
+def looks_repetitive(tokens: list[int], text: str) -> bool:
+    return repeats(tokens, 4) or repeats(normalise_text(text).split(), 3)
+
+
+def beam_wins(beam_text: str, greedy_text: str, hyps: list[Hypothesis]) -> bool:
+    """Whether the beam's best words should replace the greedy ones: they differ, hold more of the
+    N-best mass, and do not add a repeated word ("Goodbye Goodbye", a short-window slip)."""
+    mine, theirs = one_copy(normalise_for_wer(greedy_text)), one_copy(normalise_for_wer(beam_text))
+    if mine == theirs or (has_repeated_word(beam_text) and not has_repeated_word(greedy_text)):
+        return False
+    return nbest_stats(beam_text, hyps).posterior > nbest_stats(greedy_text, hyps).posterior
+
+
+def repeats(items: list[Any], times: int) -> bool:
+    """Whether some 1- or 2-item pattern repeats ``times`` times in a row."""
+    for size in (1, 2):
+        run = 1
+        for i in range(size, len(items) - size + 1, size):
+            run = run + 1 if items[i : i + size] == items[i - size : i] else 1
+            if run >= times:
+                return True
+    return False
