@@ -2,11 +2,10 @@
 
 faster-whisper pads every input to Whisper's 30 s window, so a 1 s "yes" costs as much as 30 s of
 audio. ``WhisperTranscriber`` computes the log-mel over the utterance plus a silence margin, encodes
-that shorter window with ``WhisperModel.model`` directly and runs a beam search without timestamps
-that returns its N best hypotheses: the best one that does not loop is the transcript, and how the
-others agree with it feeds the confidence. Short windows sometimes make Whisper loop ("3 3 3 3");
-when every hypothesis loops (compression ratio too high, token budget exhausted, a token repeated)
-the utterance is redone on the full 30 s window.
+that shorter window with ``WhisperModel.model`` directly and decodes greedily with timestamps. Short
+windows sometimes make Whisper loop ("3 3 3 3"); such decodes are redone on the full 30 s window.
+Short or shaky transcripts then get a second opinion: a beam search without timestamps over the same
+encoder output, whose N best may replace the greedy text and feed the confidence.
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ from audio.transcript_checks import (
     NBest,
     beam_wins,
     compression_ratio,
-    looks_repetitive,
+    looks_looped,
     nbest_stats,
     repeat_period,
     unlooped,
@@ -51,7 +50,6 @@ SECOND_OPINION_MAX_WORDS = 3
 tokens; fillers, goodbyes and single words are where a confident mistake costs most)."""
 SECOND_OPINION_TOKEN_PROB = 0.5
 """Longer ones get it when some greedy token was less likely than this (shaky)."""
-COMPRESSION_LIMIT = 2.4
 
 
 def packaged_model_path() -> str:
@@ -239,8 +237,6 @@ class WhisperTranscriber:
         tokens, kept, repeated = self._keep_segments(ids, stats, len(samples) / SAMPLE_RATE)
         text = tok.decode(tokens).strip()
         n = len(ids)
-        compression = compression_ratio(text)
-        looped = n >= budget or compression > COMPRESSION_LIMIT or looks_repetitive(tokens, text)
         return _Decode(
             tokens=tokens,
             text=text,
@@ -249,8 +245,8 @@ class WhisperTranscriber:
             token_margins=kept.margins,
             token_entropies=kept.entropies,
             no_speech_prob=float(res.no_speech_prob),
-            compression_ratio=compression,
-            looped=looped,
+            compression_ratio=compression_ratio(text),
+            looped=looks_looped(tokens, text, n, budget),
             repeated=repeated,
             encoder_output=enc,
         )
@@ -277,11 +273,7 @@ class WhisperTranscriber:
         for ids, summed in zip(res.sequences_ids, res.scores, strict=True):
             tokens = unlooped(list(ids), tok.eot)
             text = tok.decode(tokens).strip()
-            looped = (
-                len(ids) >= budget
-                or compression_ratio(text) > COMPRESSION_LIMIT
-                or looks_repetitive(tokens, text)
-            )
+            looped = looks_looped(tokens, text, len(ids), budget)
             hyps.append(Hypothesis(tokens, text, float(summed), len(ids), looped))
         return hyps
 

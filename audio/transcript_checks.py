@@ -13,6 +13,9 @@ import numpy as np
 
 from audio.confidence import has_repeated_word, normalise_for_wer, normalise_text, word_edit_distance
 
+COMPRESSION_LIMIT = 2.4
+"""gzip compression ratio above which a transcript counts as looping text."""
+
 
 @dataclass(frozen=True, slots=True)
 class NBest:
@@ -83,8 +86,15 @@ def nbest_stats(mine: str, hyps: list[Hypothesis]) -> NBest:
     return NBest(posterior, agreement)
 
 
-def looks_repetitive(tokens: list[int], text: str) -> bool:
-    return repeats(tokens, 4) or repeats(normalise_text(text).split(), 3)
+def looks_looped(tokens: list[int], text: str, generated: int, budget: int) -> bool:
+    """Whether a decode looped: token budget used up, text too compressible (> ``COMPRESSION_LIMIT``),
+    or a token / word pattern repeated."""
+    return (
+        generated >= budget
+        or compression_ratio(text) > COMPRESSION_LIMIT
+        or repeats(tokens, 4)
+        or repeats(normalise_text(text).split(), 3)
+    )
 
 
 def beam_wins(beam_text: str, greedy_text: str, hyps: list[Hypothesis]) -> bool:
