@@ -7,6 +7,7 @@ its device calls ``on_lost(detail)``; the ``Listener`` then closes it and retrie
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -17,6 +18,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from audio.hearing_settings import HearingSettings
+from audio.portaudio import PortAudio, shared
 from audio.wav import FloatArray, load_audio
 
 _LOGGER = logging.getLogger(__name__)
@@ -81,12 +83,19 @@ def find_input_device(name: str | None) -> int | None:
 
 
 class SoundDeviceMicrophone:
-    """The real microphone through sounddevice/PortAudio, chosen by name or substring."""
+    """The real microphone through sounddevice/PortAudio, chosen by name or substring.
 
-    def __init__(self, settings: HearingSettings) -> None:
+    If the device is missing or will not open, the device list is refreshed (``audio.portaudio``:
+    only while no stream of the process is open) and the open is tried once more, so a microphone
+    plugged in after start-up is found by the next ``open`` without restarting the daemon.
+    """
+
+    def __init__(self, settings: HearingSettings, *, portaudio: PortAudio | None = None) -> None:
         self.settings = settings
         self.overflows = 0
+        self._portaudio = portaudio
         self._stream: Any = None
+        self._stream_pa: PortAudio | None = None
         self._closing = False
 
     def open(self, on_audio: AudioCallback, on_lost: LostCallback) -> int:
@@ -95,6 +104,17 @@ class SoundDeviceMicrophone:
 
         if self._stream is not None:
             return int(self._stream.samplerate)
+        pa = self._portaudio or shared(sd)
+        with pa.lock:  # no refresh can run between finding the device and counting its stream
+            try:
+                return self._open(sd, pa, on_audio, on_lost)
+            except MicrophoneUnavailable as err:
+                if not pa.refresh_devices():
+                    raise
+                _LOGGER.info("retrying the microphone after the device refresh (%s)", err)
+            return self._open(sd, pa, on_audio, on_lost)
+
+    def _open(self, sd: Any, pa: PortAudio, on_audio: AudioCallback, on_lost: LostCallback) -> int:
         s = self.settings
         label = s.input_device or "default input"
         try:
@@ -119,42 +139,51 @@ class SoundDeviceMicrophone:
             on_audio(indata[:, 0].copy())
 
         def finished() -> None:
+            # A dead stream stays counted by ``pa`` until ``close`` (the Listener closes it on loss).
             if not self._closing:
                 on_lost(f"input device {label!r} stopped")
 
         last_err: Exception | None = None
         for rate in dict.fromkeys(rates):
+            stream: Any = None
             try:
-                stream = sd.InputStream(
-                    device=index,
-                    channels=1,
-                    samplerate=rate,
-                    dtype="float32",
-                    blocksize=rate * s.block_ms // 1000,
-                    callback=callback,
-                    finished_callback=finished,
+                stream = pa.open_stream(
+                    functools.partial(
+                        sd.InputStream,
+                        device=index,
+                        channels=1,
+                        samplerate=rate,
+                        dtype="float32",
+                        blocksize=rate * s.block_ms // 1000,
+                        callback=callback,
+                        finished_callback=finished,
+                    )
                 )
                 self._closing = False
                 stream.start()
             except Exception as err:
                 last_err = err
+                if stream is not None:
+                    self._closing = True
+                    pa.close_stream(stream)
                 continue
-            self._stream = stream
+            self._stream, self._stream_pa = stream, pa
             _LOGGER.info("microphone %r open at %d Hz", info["name"], rate)
             return rate
-        raise MicrophoneUnavailable(f"cannot open input device {label!r}: {last_err}")
+        raise MicrophoneUnavailable(
+            f"cannot open input device {label!r}: {last_err}; available input devices: "
+            f"{', '.join(map(repr, list_input_devices())) or 'none'}"
+        )
 
     def close(self) -> None:
-        """Stop and close the stream."""
+        """Stop and close the stream (and stop counting it for device refreshes)."""
         stream, self._stream = self._stream, None
         if stream is None:
             return
         self._closing = True
-        try:
-            stream.stop()
-            stream.close()
-        except Exception as err:
-            _LOGGER.warning("closing microphone: %s", err)
+        pa, self._stream_pa = self._stream_pa, None
+        if pa is not None:
+            pa.close_stream(stream)
 
 
 # ---- simulated and file sources ------------------------------------------------------------------

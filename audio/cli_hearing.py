@@ -14,11 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
-from audio.confidence import normalise_for_wer
 from audio.hearing_settings import HearingSettings
 from audio.stt import WhisperTranscriber
 from audio.stt_clip import load_clip, transcribe_clip
 from audio.wav import FloatArray
+from audio.wer import reference_words, word_errors
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -153,8 +153,6 @@ def _bench_utterances(args: argparse.Namespace) -> list[tuple[str, FloatArray]]:
 
 
 def _bench_stt(args: argparse.Namespace) -> int:
-    from audio.eval_confidence import word_errors
-
     logging.getLogger("faster_whisper").setLevel(logging.WARNING)  # it logs every transcribe() call
     settings = _settings(args)
     stt = _load(settings)
@@ -179,7 +177,7 @@ def _bench_stt(args: argparse.Namespace) -> int:
     errors = dict.fromkeys(paths, 0)
     words = 0
     for ref, audio in utts:  # interleaved, so load changes hit every path alike
-        words += len(normalise_for_wer(ref).split())
+        words += reference_words(ref)
         for name, fn in paths.items():
             t0 = time.perf_counter()
             text = fn(audio)

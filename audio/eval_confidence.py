@@ -29,13 +29,12 @@ from audio.confidence import (
     ConfidenceFeatures,
     feature_vector,
     has_repeated_word,
-    normalise_for_wer,
     score,
-    word_edit_distance,
 )
 from audio.hearing_settings import HearingSettings
 from audio.stt import WhisperTranscriber
 from audio.stt_clip import load_clip, transcribe_clip
+from audio.wer import normalise_for_wer, reference_words, word_errors
 
 _LOGGER = logging.getLogger(__name__)
 GOODBYES = frozenset({"thank you", "bye", "good night", "goodbye", "thanks", "thank you very much"})
@@ -66,11 +65,6 @@ class ClipRow:
         return bool(self.text) and self.errors <= 0.1 * self.ref_words
 
 
-def word_errors(ref: str, hyp: str) -> int:
-    """Levenshtein distance over normalised words."""
-    return word_edit_distance(normalise_for_wer(ref).split(), normalise_for_wer(hyp).split())
-
-
 def read_manifest(directory: Path) -> list[dict[str, str]]:
     """Rows of ``directory/manifest.tsv``."""
     with (directory / "manifest.tsv").open(newline="") as fh:
@@ -97,7 +91,7 @@ def evaluate_set(
                 text=res.text,
                 confidence=res.confidence,
                 errors=word_errors(ref, res.text),
-                ref_words=len(normalise_for_wer(ref).split()),
+                ref_words=reference_words(ref),
                 features=feats.as_dict() if feats is not None else None,
             )
         )
@@ -289,10 +283,18 @@ def _row_dict(r: ClipRow) -> dict[str, Any]:
 
 
 def rows_from_jsonl(path: Path) -> list[ClipRow]:
-    """Read rows written by ``rows_to_jsonl``."""
+    """Read rows written by ``rows_to_jsonl``.
+
+    Word errors are recounted, so a cache follows the current ``audio.wer`` rules.
+    """
     known = set(ClipRow.__slots__)
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return [ClipRow(**{k: v for k, v in row.items() if k in known}) for row in rows]
+    out = []
+    for row in rows:
+        r = ClipRow(**{k: v for k, v in row.items() if k in known})
+        ref = r.reference if r.kind == "speech" else ""
+        out.append(replace(r, errors=word_errors(ref, r.text), ref_words=reference_words(ref)))
+    return out
 
 
 def cross_validate(train: list[ClipRow], held: list[ClipRow], l2: float = 1.0) -> dict[str, Any]:

@@ -33,6 +33,11 @@ class HearingSettings:
     noise_margin_db: float = 9.0
     """Frames must also be this many dB above the tracked noise floor to count as speech (default 9.0)."""
 
+    tone_gate_share: float = 0.985
+    """An utterance whose frames hold more than this share (0..1) of their energy within ±31 Hz of one
+    frequency is a beep or a tone, not speech: it gets no transcript. 1.0 turns the check off
+    (default 0.985; real speech measured ≤ 0.97)."""
+
     start_window_ms: int = 240
     """Window in which speech must dominate to start an utterance, in milliseconds (default 240)."""
 

@@ -10,7 +10,11 @@ Event order per utterance: ``SpeechStarted``, then usually ``SpeechEnded``, then
 - ``no_speech`` (Whisper heard nothing) and ``stt_error``: after SpeechEnded.
 
 Decodes run one at a time on a single worker thread; a decode already running when the microphone
-closes still completes and emits its result.
+closes still completes and emits its result. Opening and closing the source run in order on another
+single thread ("mic-io"): finding a device, opening it and refreshing PortAudio's device list while a
+microphone is missing can block for a long time on a Pi, and the event loop must not wait for that.
+A close queued behind a slow open closes what that open produced; an open that finishes after the
+microphone was closed again (an older generation) is closed at once.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -66,6 +70,7 @@ class Listener:
         self._ids = utterance_ids or _new_id
         self._segmenter = FrameSegmenter(settings)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="whisper")
+        self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mic-io")
         self._loop: asyncio.AbstractEventLoop | None = None
         self._want_open = False
         self._stream_live = False
@@ -100,12 +105,13 @@ class Listener:
             return
         self._loop = asyncio.get_running_loop()
         self._want_open = True
-        try:
-            self._start_source()
-        except MicrophoneUnavailable as err:
-            self._device_problem(False, str(err))
-            self._schedule_reopen()
         self._watchdog = asyncio.create_task(self._watch_stalls())
+        try:
+            await self._start_source()
+        except MicrophoneUnavailable as err:
+            if self._want_open:
+                self._device_problem(False, str(err))
+                self._schedule_reopen()
 
     async def close(self) -> None:
         """Close the stream; an utterance in progress fails with ``interrupted``."""
@@ -116,8 +122,9 @@ class Listener:
             if task is not None:
                 task.cancel()
         self._reopen_task = self._watchdog = None
-        self._stop_source()
+        closed = self._stop_source()
         self._interrupt("microphone closed")
+        await asyncio.wrap_future(closed)
 
     async def aclose(self) -> None:
         """Close and wait for queued decodes to finish; the Listener cannot be used afterwards."""
@@ -125,6 +132,7 @@ class Listener:
         if self._decodes:
             await asyncio.gather(*self._decodes, return_exceptions=True)
         self._executor.shutdown(wait=True)
+        self._io.shutdown(wait=True)
 
     def set_speaking(self, active: bool) -> None:
         """Half-duplex: the device started/stopped speaking. While it speaks, and for
@@ -141,7 +149,9 @@ class Listener:
         self._speaking = active
 
     # ---- source handling ------------------------------------------------------------------------
-    def _start_source(self) -> None:
+    async def _start_source(self) -> None:
+        """Open the source on the mic-io thread; raises ``MicrophoneUnavailable``. If the microphone
+        was closed (or reopened) meanwhile, the stream just opened is closed again."""
         self._generation += 1
         gen = self._generation
         loop = self._loop
@@ -155,7 +165,10 @@ class Listener:
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(self._on_lost, gen, detail)
 
-        rate = self._source.open(on_audio, on_lost)
+        rate = await asyncio.wrap_future(self._io.submit(self._source.open, on_audio, on_lost))
+        if gen != self._generation or not self._want_open:
+            self._io.submit(self._close_quietly)
+            return
         self._resampler = None
         if rate != self.settings.sample_rate:
             import soxr
@@ -165,9 +178,13 @@ class Listener:
         self._stream_live = True
         self._last_block = time.monotonic()
 
-    def _stop_source(self) -> None:
+    def _stop_source(self) -> Future[None]:
+        """Invalidate the current stream and queue its close on the mic-io thread (after any open)."""
         self._generation += 1
         self._stream_live = False
+        return self._io.submit(self._close_quietly)
+
+    def _close_quietly(self) -> None:
         try:
             self._source.close()
         except Exception as err:
@@ -191,10 +208,12 @@ class Listener:
             if not self._want_open:
                 return
             try:
-                self._start_source()
+                await self._start_source()
             except MicrophoneUnavailable as err:
                 _LOGGER.debug("microphone still unavailable: %s", err)
                 continue
+            if not self._stream_live:
+                return  # closed while the device was opening
             self._device_problem(True, f"input device {self.settings.input_device or 'default'!r} is back")
 
     async def _watch_stalls(self) -> None:

@@ -4,9 +4,21 @@ The device is chosen by exact name or case-insensitive substring. If the stream 
 unplugged: the stream goes inactive or its callback stops), the sink reports the problem, keeps the
 playback clock running on a ``ClockedOutputStream`` (audio is dropped, replies still finish on time)
 and tries to reopen the device every ``reopen_interval_s``; success is reported too.
-Note: PortAudio only rescans devices on re-initialisation, which we do not force (it would also
-break any input stream of the process), so a device that re-enumerates under a new index is found by
-name on the next successful query.
+
+PortAudio only rescans devices when it is re-initialised (``audio.portaudio``). A reopen attempt
+that cannot find or open the device refreshes the device list -- only while no stream of the process
+is open (re-initialising would kill it: while the microphone is open the speaker waits for it to
+close) -- and tries once more, so a speaker plugged in later or re-enumerated as a new device is
+found without restarting the daemon. The stream is counted by the ``PortAudio`` helper while open.
+
+The output stream stays open while idle (it plays silence), which would block every refresh the
+microphone needs. So the watchdog cooperates: when a refresh was requested
+(``PortAudio.refresh_wanted``) and nothing is playing (no reply open at the output for
+``_QUIET_S``), it stops rendering, closes the stream (``stop`` plays out what is buffered), lets the
+refresh happen and reopens. A reply queued meanwhile starts later by the time that takes (a refresh
+plus a device open); audio is never cut. If the device cannot be reopened afterwards it is handled
+like an unplugged one. While a microphone stays missing this repeats at most once per
+``PortAudio.min_interval_s`` (only between replies).
 """
 
 from __future__ import annotations
@@ -16,10 +28,17 @@ import threading
 import time
 from typing import Any
 
+import numpy as np
+
+from audio.playback import PlaybackMark
+from audio.portaudio import PortAudio, shared
 from audio.sinks import ClockedOutputStream, ProblemFn, RenderFn, StreamSink
+from audio.wav import FloatArray
 
 _LOGGER = logging.getLogger(__name__)
 _STALL_S = 0.5
+_QUIET_S = 0.3
+"""Seconds without an open reply before the sink gives way to a requested device refresh."""
 
 
 def _latency_arg(latency: str) -> str | float:
@@ -40,6 +59,7 @@ class SoundDeviceSink(StreamSink):
         latency: str = "low",
         reopen_interval_s: float = 1.0,
         backend: Any = None,
+        portaudio: PortAudio | None = None,
     ) -> None:
         super().__init__(rate=0, block_ms=block_ms)
         if backend is None:
@@ -47,6 +67,7 @@ class SoundDeviceSink(StreamSink):
 
             backend = sounddevice
         self._sd: Any = backend
+        self._pa = portaudio or shared(backend)
         self._device = device
         self._latency_setting = latency
         self._reopen_interval = reopen_interval_s
@@ -56,6 +77,10 @@ class SoundDeviceSink(StreamSink):
         self._closed = threading.Event()
         self._watchdog: threading.Thread | None = None
         self._switch = threading.Lock()
+        self._render_gate = threading.Lock()
+        self._held = False
+        self._open_replies: set[int] = set()
+        self._quiet_since = time.monotonic()
 
     @property
     def name(self) -> str:
@@ -90,13 +115,29 @@ class SoundDeviceSink(StreamSink):
         return index, str(info["name"]), int(float(info.get("default_samplerate", 48000)))
 
     def open(self, render: RenderFn, report: ProblemFn) -> None:
-        """Open the device at its native rate and start the watchdog."""
-        index, name, rate = self.resolve()
-        self._index, self._device_name = index, name
-        if self._rate == 0:
-            self._rate = rate
-        self._closed.clear()
-        super().open(render, report)
+        """Open the device at its native rate and start the watchdog. A missing device gets one
+        device-list refresh (if allowed) before ``OutputDeviceUnavailable`` is raised."""
+        from audio.sinks import OutputDeviceUnavailable
+
+        with self._pa.lock:
+            try:
+                index, name, rate = self.resolve()
+            except OutputDeviceUnavailable:
+                if not self._pa.refresh_devices():
+                    raise
+                index, name, rate = self.resolve()
+            self._index, self._device_name = index, name
+            if self._rate == 0:
+                self._rate = rate
+            self._closed.clear()
+            self._down = self._held = False
+            self._open_replies.clear()
+            self._quiet_since = time.monotonic()
+            try:
+                super().open(render, report)
+            except Exception:
+                self._release_stream()
+                raise
         _LOGGER.info("speaker output: %s at %d Hz, latency %.0f ms", name, self._rate, self._latency * 1000)
         self._watchdog = threading.Thread(target=self._watch, name="speaker-watchdog", daemon=True)
         self._watchdog.start()
@@ -108,7 +149,13 @@ class SoundDeviceSink(StreamSink):
             self._watchdog.join(timeout=2.0)
             self._watchdog = None
         with self._switch:
-            super().close()
+            self._release_stream()
+
+    def _release_stream(self) -> None:
+        """Stop and close the current stream (device or clocked) and stop counting it."""
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            self._pa.close_stream(stream)
 
     def _make_stream(self) -> Any:
         kwargs: dict[str, Any] = {
@@ -119,12 +166,70 @@ class SoundDeviceSink(StreamSink):
             "latency": _latency_arg(self._latency_setting),
             "callback": self._callback,
         }
-        try:
-            return self._sd.OutputStream(channels=1, **kwargs)
-        except Exception as err:  # some devices only open in stereo
-            _LOGGER.debug("mono output failed (%s), trying stereo", err)
-            return self._sd.OutputStream(channels=2, **kwargs)
 
+        def create() -> Any:
+            try:
+                return self._sd.OutputStream(channels=1, **kwargs)
+            except Exception as err:  # some devices only open in stereo
+                _LOGGER.debug("mono output failed (%s), trying stereo", err)
+                return self._sd.OutputStream(channels=2, **kwargs)
+
+        return self._pa.open_stream(create)
+
+    def _open_device(self) -> Any:
+        """Find the device and create (not start) its stream; if that fails, refresh the device
+        list (when allowed) and try once more. The caller holds ``_switch``."""
+
+        def attempt() -> Any:
+            index, name, _ = self.resolve()
+            self._index, self._device_name = index, name
+            return self._make_stream()
+
+        with self._pa.lock:
+            try:
+                return attempt()
+            except Exception as err:
+                if not self._pa.refresh_devices():
+                    raise
+                _LOGGER.info(
+                    "retrying output device %r after the device refresh (%s)", self._device_name, err
+                )
+                return attempt()
+
+    def _start_device_stream(self, stream: Any) -> None:
+        """Make ``stream`` current and start it (closing it again if it will not start)."""
+        self._stream = stream
+        self._latency = float(getattr(stream, "latency", 0.0) or 0.0)
+        self.last_callback = time.monotonic()
+        try:
+            stream.start()
+        except Exception:
+            self._release_stream()
+            raise
+
+    # ---- audio thread ---------------------------------------------------------------------------
+    def _callback(self, outdata: np.ndarray, frames: int, time_info: Any, status: Any) -> None:
+        """Render as usual, or play silence without rendering while the stream is being swapped."""
+        with self._render_gate:
+            if self._held:
+                outdata.fill(0.0)
+                self.last_callback = time.monotonic()
+                return
+            super()._callback(outdata, frames, time_info, status)
+
+    def _after_block(self, block: FloatArray, marks: list[PlaybackMark]) -> None:
+        for mark in marks:
+            if mark.kind == "reply_started":
+                self._open_replies.add(mark.reply)
+            elif mark.kind == "reply_finished":
+                self._open_replies.discard(mark.reply)
+        self._quiet_since = time.monotonic()
+
+    def _idle(self) -> bool:
+        """Nothing is playing: no reply open at the output for ``_QUIET_S``."""
+        return not self._open_replies and time.monotonic() - self._quiet_since >= _QUIET_S
+
+    # ---- watchdog -------------------------------------------------------------------------------
     def _healthy(self) -> bool:
         stream = self._stream
         if stream is None or not bool(getattr(stream, "active", False)):
@@ -137,6 +242,8 @@ class SoundDeviceSink(StreamSink):
         while not self._closed.wait(0.1):
             if not self._down:
                 if self._healthy():
+                    if self._pa.refresh_wanted(own_streams=1) and self._idle():
+                        self._give_way_for_refresh()
                     continue
                 self._fail_over()
                 next_try = time.monotonic() + self._reopen_interval
@@ -144,36 +251,67 @@ class SoundDeviceSink(StreamSink):
                 next_try = time.monotonic() + self._reopen_interval
                 self._try_reopen()
 
+    def _give_way_for_refresh(self) -> None:
+        """Someone needs a device refresh and we are idle: pause rendering, close our stream, let the
+        refresh happen, reopen. A reply queued meanwhile waits (it is delayed, never cut)."""
+        detail = ""
+        with self._switch:
+            if self._closed.is_set():
+                return
+            with self._render_gate:
+                if not self._idle():
+                    return
+                self._held = True
+            try:
+                self._release_stream()  # stop() plays out what is buffered (silence) first
+                self._pa.refresh_devices()
+                self._start_device_stream(self._open_device())
+            except Exception as err:
+                detail = f"output device {self._device_name!r} lost after a device refresh ({err}); reopening"
+                self._fall_back()
+            finally:
+                with self._render_gate:
+                    self._held = False
+        if detail:
+            _LOGGER.warning("%s", detail)
+            self._report(False, detail)
+
     def _fail_over(self) -> None:
         detail = f"output device {self._device_name!r} stopped (unplugged?); reopening"
         _LOGGER.warning("%s", detail)
         with self._switch:
-            StreamSink.close(self)
-            self._down = True
-            self._stream = ClockedOutputStream(self._rate, self.blocksize, self._callback)
-            self._stream.start()
+            self._fall_back()
         self._report(False, detail)
 
+    def _fall_back(self) -> None:
+        """Drop the device stream and keep the playback clock running in software (``_switch`` held)."""
+        self._release_stream()
+        self._down = True
+        self._stream = ClockedOutputStream(self._rate, self.blocksize, self._callback)
+        self._stream.start()
+
     def _try_reopen(self) -> None:
-        try:
-            index, name, _ = self.resolve()
-            self._index, self._device_name = index, name
-            with self._switch:
-                fallback = self._stream
-                stream = self._make_stream()
-                if fallback is not None:
-                    fallback.stop()
-                self._stream = stream
-                self._latency = float(getattr(stream, "latency", 0.0) or 0.0)
-                self.last_callback = time.monotonic()
-                stream.start()
-                self._down = False
-        except Exception as err:
-            _LOGGER.debug("reopen of %r failed: %s", self._device_name, err)
-            with self._switch:
+        with self._switch:
+            if self._closed.is_set():
+                return
+            try:
+                stream = self._open_device()
+            except Exception as err:
+                _LOGGER.debug("reopen of %r failed: %s", self._device_name, err)
                 if self._stream is None or not getattr(self._stream, "active", False):
+                    self._release_stream()
                     self._stream = ClockedOutputStream(self._rate, self.blocksize, self._callback)
                     self._stream.start()
-            return
+                return
+            fallback, self._stream = self._stream, None
+            if fallback is not None:
+                fallback.stop()
+            try:
+                self._start_device_stream(stream)
+            except Exception as err:
+                _LOGGER.debug("reopened %r but it will not start: %s", self._device_name, err)
+                self._fall_back()
+                return
+            self._down = False
         _LOGGER.info("output device %r is back", self._device_name)
         self._report(True, f"output device {self._device_name!r} reopened")

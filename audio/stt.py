@@ -28,6 +28,7 @@ from audio.confidence import (
 )
 from audio.confidence_signals import StepStats, step_stats
 from audio.hearing_settings import HearingSettings
+from audio.tones import is_pure_tone
 from audio.transcript_checks import (
     Hypothesis,
     NBest,
@@ -376,6 +377,13 @@ class WhisperTranscriber:
         if len(samples) > FULL_WINDOW_FRAMES * 160:
             _LOGGER.warning("utterance of %.1f s cut to 30 s", len(samples) / SAMPLE_RATE)
             samples = samples[: FULL_WINDOW_FRAMES * 160]
+        if is_pure_tone(samples, self.settings.tone_gate_share):
+            _LOGGER.info(
+                "utterance of %.1f s is a tone, not speech: no transcript", len(samples) / SAMPLE_RATE
+            )
+            decode_ms = round((time.monotonic() - t0) * 1000)
+            audio_ms = round(len(samples) * 1000 / SAMPLE_RATE)
+            return Transcription("", 0.0, self.language, audio_ms, decode_ms, None)
         frames = self._window_frames(len(samples))
         d = self._greedy(samples, frames)
         fallbacks = int(d.repeated)

@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from audio.confidence import has_repeated_word, normalise_for_wer, normalise_text, word_edit_distance
+from audio.confidence import has_repeated_word, normalise_text
+from audio.wer import normalise_for_wer, word_edit_distance
 
 COMPRESSION_LIMIT = 2.4
 """gzip compression ratio above which a transcript counts as looping text."""

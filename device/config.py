@@ -175,6 +175,11 @@ def _validate(config: Config) -> None:
         raise ConfigError("device.id", f"must be non-empty without '/', '+' or '#', got {config.device.id!r}")
     if config.device.sim_speaker not in ("wav", "null"):
         raise ConfigError("device.sim_speaker", f"must be 'wav' or 'null', got {config.device.sim_speaker!r}")
+    if not 0.0 < config.hearing.tone_gate_share <= 1.0:
+        raise ConfigError(
+            "hearing.tone_gate_share",
+            f"must be in (0, 1] (1.0 = off), got {config.hearing.tone_gate_share!r}",
+        )
     if config.device.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
         raise ConfigError(
             "device.log_level", f"must be DEBUG, INFO, WARNING or ERROR, got {config.device.log_level!r}"

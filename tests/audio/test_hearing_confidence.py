@@ -16,10 +16,10 @@ from audio.confidence import (
     ConfidenceFeatures,
     has_repeated_word,
     load_calibration,
-    normalise_for_wer,
     score,
 )
-from audio.eval_confidence import auroc, ece, word_errors
+from audio.eval_confidence import auroc, ece
+from audio.wer import normalise_for_wer, word_errors
 
 
 def features(**over: object) -> ConfidenceFeatures:
@@ -85,6 +85,27 @@ def test_normalisation_for_wer() -> None:
     assert normalise_for_wer("The 60th, 21st and 2nd.") == "the sixtieth twenty first and second"
     assert normalise_for_wer("3D Audio 7th...") == "three d audio seventh"
     assert normalise_for_wer("1000 ninety-nine") == "1000 ninety nine"
+
+
+def test_wer_contractions_initialisms_and_compounds() -> None:
+    # contractions expanded on both sides (as Whisper's English normaliser does)
+    assert word_errors("I am sorry, that's not valid", "I'm sorry, that is not valid") == 0
+    assert word_errors("you are calling", "you're calling") == 0
+    assert normalise_for_wer("Won't, can't, shouldn’t, we'll, they've, I'd") == (
+        "will not can not should not we will they have i would"
+    )
+    # dotted initialisms joined, single letters left alone
+    assert normalise_for_wer("at 5 P.M.") == "at five pm"
+    assert normalise_for_wer("a b. c") == "a b c"
+    # a word and the same letters split in two match, either side; other splits do not
+    assert word_errors("the blacklist", "the black list") == 0
+    assert word_errors("play back", "Playback.") == 0
+    assert word_errors("X-ray", "xray") == 0
+    assert word_errors("the black list", "the black lists") == 1
+    assert word_errors("a cat", "acts") == 2
+    # homophones and real substitutions stay errors
+    assert word_errors("eye", "I.") == 1
+    assert word_errors("The last caller was", "The last color was") == 1
 
 
 def test_nbest_helpers() -> None:

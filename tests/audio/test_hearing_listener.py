@@ -213,3 +213,65 @@ async def test_missing_device_at_open_is_reported_and_retried(
     assert mic.is_open
     await listener.aclose()
     assert not mic.is_open
+
+
+class SlowMicrophone(SimulatedMicrophone):
+    """A microphone whose open blocks like a PortAudio device refresh on a Pi (``delay_s``)."""
+
+    def __init__(self, delay_s: float) -> None:
+        super().__init__(speed=SPEED, noise_db=-70)
+        self.delay_s = delay_s
+        self.opens = 0
+
+    def open(self, on_audio: Callable[[FloatArray], None], on_lost: Callable[[str], None]) -> int:
+        import time
+
+        self.opens += 1
+        time.sleep(self.delay_s)
+        return super().open(on_audio, on_lost)
+
+
+async def test_slow_device_open_does_not_block_the_event_loop(
+    hearing_transcriber: WhisperTranscriber,
+) -> None:
+    mic = SlowMicrophone(delay_s=0.6)
+    listener = Listener(HearingSettings(reopen_interval_s=0.1), mic, hearing_transcriber, Recorder())
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.02)
+            ticks += 1
+
+    task = asyncio.create_task(ticker())
+    await listener.open()
+    task.cancel()
+    assert mic.is_open and mic.opens == 1
+    assert ticks >= 5, ticks  # a blocking open would have frozen the loop for 0.6 s: 0 ticks
+    await listener.aclose()
+    assert not mic.is_open
+
+
+async def test_close_during_a_slow_open_leaves_the_device_closed(
+    hearing_transcriber: WhisperTranscriber,
+) -> None:
+    mic = SlowMicrophone(delay_s=0.4)
+    rec = Recorder()
+    listener = Listener(HearingSettings(reopen_interval_s=0.1), mic, hearing_transcriber, rec)
+    opening = asyncio.create_task(listener.open())
+    await asyncio.sleep(0.1)  # the open is blocked in the mic-io thread
+    await listener.close()  # queued behind the open: closes what it produced
+    await opening
+    assert not mic.is_open and mic.opens == 1
+    # reopened while a reopen attempt is still opening: exactly one live stream, the newest
+    mic.unplug()
+    await listener.open()
+    await asyncio.sleep(0.15)  # the reopen loop is now inside a slow open
+    mic.replug()
+    await listener.close()
+    await listener.open()
+    assert mic.is_open
+    await rec.wait_for(lambda e: isinstance(e, AudioDeviceProblem) and not e.ok)
+    await listener.aclose()
+    assert not mic.is_open

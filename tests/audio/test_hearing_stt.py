@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from audio.confidence import MIN_CONFIDENCE, normalise_for_wer
-from audio.eval_confidence import word_errors
+from audio.confidence import MIN_CONFIDENCE
 from audio.hearing_settings import HearingSettings
 from audio.stt import WhisperTranscriber
 from audio.stt_clip import load_clip, transcribe_clip
 from audio.vad import UtteranceComplete, segment_audio
 from audio.wav import FloatArray
+from audio.wer import normalise_for_wer, word_errors
 from tests.audio.conftest import HEARING_SPEECH_DIR, hearing_noise, hearing_silence
 
 ACCEPT = 0.4

@@ -43,6 +43,8 @@ def test_file_values_and_types(tmp_path: Path) -> None:
         ("[hearing]\nend_silenc_ms = 3\n", "hearing.end_silenc_ms"),
         ("[nope]\nx = 1\n", "nope"),
         ("[device]\nid = 'a/b'\n", "device.id"),
+        ("[hearing]\ntone_gate_share = 1.5\n", "hearing.tone_gate_share"),
+        ("[hearing]\ntone_gate_share = 0\n", "hearing.tone_gate_share"),
         ("[mqtt]\nbroker = 'tcp://x'\n", "mqtt.broker"),
         ("[speaking]\nvoices = { en = 3 }\n", "speaking.voices"),
         ("not toml ===", "--config"),

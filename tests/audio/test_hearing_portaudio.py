@@ -1,0 +1,479 @@
+"""Device-list refresh (audio.portaudio): hot-plugged microphones and speakers are found without a restart.
+
+``FakePortAudio`` is a fake ``sounddevice`` module that behaves like PortAudio where it matters: the
+device list is frozen at ``_initialize()`` (a device plugged into ``hardware`` later only shows up
+after ``_terminate()`` + ``_initialize()``), a stale list entry whose hardware is gone cannot be
+opened, streams pull/push their callbacks in real time from their own thread and die when their
+device is unplugged, and ``_terminate()`` kills every stream that is not closed (counted in
+``streams_open_at_terminate``, which every test checks stays 0).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from audio.capture import MicrophoneUnavailable, SoundDeviceMicrophone
+from audio.events import AudioDeviceProblem, AudioEvent
+from audio.hearing_settings import HearingSettings
+from audio.listener import Listener
+from audio.playback import PlaybackMark, PlaybackQueue, QueuedPiece
+from audio.portaudio import PortAudio, shared
+from audio.sinks import StreamTime
+from audio.sounddevice_sink import SoundDeviceSink
+from audio.stt import Transcription
+from audio.wav import FloatArray
+
+
+# ---- the fake PortAudio ---------------------------------------------------------------------------
+class FakePortAudioError(Exception):
+    """Like sounddevice.PortAudioError."""
+
+
+@dataclass(eq=False)
+class Hardware:
+    """A physical device (identity matters: a re-plugged device is a new ``Hardware``)."""
+
+    name: str
+    inputs: int = 0
+    outputs: int = 0
+    rate: int = 48000
+    level: float = 0.1
+    """What an input device "hears" (constant sample value)."""
+
+
+class FakeStream:
+    """Input or output stream with sounddevice's API, driven by a real-time thread."""
+
+    def __init__(
+        self,
+        owner: FakePortAudio,
+        kind: str,
+        *,
+        device: int | None = None,
+        samplerate: float,
+        channels: int = 1,
+        blocksize: int = 0,
+        callback: Callable[..., None],
+        finished_callback: Callable[[], None] | None = None,
+        **_: Any,
+    ) -> None:
+        if not owner.initialized:
+            raise FakePortAudioError("PortAudio not initialized [PaErrorCode -10000]")
+        if device is None:
+            device = owner.default.device[0 if kind == "input" else 1]
+        if device is None or not 0 <= device < len(owner.visible):
+            raise FakePortAudioError(f"Error opening {kind} stream: Invalid device [PaErrorCode -9996]")
+        hw = owner.visible[device]
+        if not owner.plugged(hw):
+            raise FakePortAudioError(f"Error opening {kind} stream: Device unavailable [PaErrorCode -9985]")
+        if channels > (hw.inputs if kind == "input" else hw.outputs):
+            raise FakePortAudioError("Invalid number of channels [PaErrorCode -9998]")
+        self.owner, self.kind, self.hardware = owner, kind, hw
+        self.samplerate = float(samplerate)
+        self.channels = channels
+        self.blocksize = blocksize or int(samplerate // 100)
+        self.latency = 0.01
+        self.closed = self.killed = False
+        self.recorded: list[tuple[float, np.ndarray]] = []
+        self._callback, self._finished = callback, finished_callback
+        self._active = False
+        self._state = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        owner.streams.append(self)
+
+    @property
+    def active(self) -> bool:
+        return self._active
+
+    def start(self) -> None:
+        if self.closed or self.killed:
+            raise FakePortAudioError("Stream is closed [PaErrorCode -9988]")
+        self._active = True
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        period = self.blocksize / self.samplerate
+        next_t = time.monotonic()
+        while not self._stop.is_set():
+            if self.killed or not self.owner.plugged(self.hardware):
+                self._end()  # the device vanished: the stream dies
+                return
+            now = time.monotonic()
+            if self.kind == "input":
+                data = np.full((self.blocksize, self.channels), self.hardware.level, np.float32)
+                self._callback(data, self.blocksize, None, SimpleNamespace(input_overflow=False))
+            else:
+                out = np.zeros((self.blocksize, self.channels), np.float32)
+                self._callback(out, self.blocksize, StreamTime(now, now + self.latency), 0)
+                self.recorded.append((time.time() + self.latency, out[:, 0].copy()))
+            next_t += period
+            self._stop.wait(max(0.0, next_t - time.monotonic()))
+
+    def _end(self) -> None:
+        with self._state:
+            was_active, self._active = self._active, False
+        if was_active and self._finished is not None:
+            self._finished()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(2.0)
+        self._end()
+
+    def close(self) -> None:
+        self.stop()
+        if self.killed:
+            raise FakePortAudioError("PortAudio not initialized [PaErrorCode -10000]")
+        self.closed = True
+
+
+class FakePortAudio:
+    """Module-like fake: ``query_devices``, ``default``, ``InputStream``, ``OutputStream``,
+    ``_initialize``/``_terminate``; ``hardware`` is what is physically plugged in."""
+
+    PortAudioError = FakePortAudioError
+
+    def __init__(self, hardware: list[Hardware]) -> None:
+        self.hardware = list(hardware)
+        self.visible: list[Hardware] = []
+        self.default = SimpleNamespace(device=[None, None])
+        self.initialized = 0
+        self.initializations = 0
+        self.terminate_times: list[float] = []
+        self.streams_open_at_terminate = 0
+        self.streams: list[FakeStream] = []
+        self._initialize()
+
+    def plugged(self, hw: Hardware) -> bool:
+        return any(h is hw for h in self.hardware)
+
+    def plug(self, hw: Hardware) -> Hardware:
+        self.hardware.append(hw)
+        return hw
+
+    def unplug(self, name: str) -> None:
+        self.hardware = [h for h in self.hardware if h.name != name]
+
+    def _initialize(self) -> None:
+        self.initialized += 1
+        self.initializations += 1
+        self.visible = list(self.hardware)  # PortAudio enumerates here, and only here
+        ins = [i for i, h in enumerate(self.visible) if h.inputs]
+        outs = [i for i, h in enumerate(self.visible) if h.outputs]
+        self.default.device = [ins[0] if ins else -1, outs[0] if outs else -1]
+
+    def _terminate(self) -> None:
+        if not self.initialized:
+            raise FakePortAudioError("PortAudio not initialized")
+        self.initialized -= 1
+        self.terminate_times.append(time.time())
+        for stream in self.streams:
+            if not stream.closed and not stream.killed:
+                self.streams_open_at_terminate += 1
+                stream.killed = True  # Pa_Terminate closes it under its owner's feet
+        self.visible = []
+
+    def query_devices(self, device: int | None = None, kind: str | None = None) -> Any:
+        if not self.initialized:
+            raise FakePortAudioError("PortAudio not initialized")
+        infos = [
+            {
+                "name": h.name,
+                "max_input_channels": h.inputs,
+                "max_output_channels": h.outputs,
+                "default_samplerate": float(h.rate),
+            }
+            for h in self.visible
+        ]
+        if device is None and kind is None:
+            return infos
+        if device is None:
+            device = self.default.device[0 if kind == "input" else 1]
+        info = infos[device]
+        if kind == "input" and not info["max_input_channels"]:
+            raise ValueError(f"No input device matching {device!r}")
+        return info
+
+    def InputStream(self, **kwargs: Any) -> FakeStream:
+        return FakeStream(self, "input", **kwargs)
+
+    def OutputStream(self, **kwargs: Any) -> FakeStream:
+        return FakeStream(self, "output", **kwargs)
+
+    def names(self) -> list[str]:
+        return [h.name for h in self.visible]
+
+
+@pytest.fixture
+def fake_pa(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakePortAudio]:
+    """A fake PortAudio with a built-in mic and a speaker, installed as ``sounddevice``."""
+    fake = FakePortAudio(
+        [Hardware("Built-in Mic", inputs=2, rate=16000), Hardware("USB Speaker", outputs=2, rate=48000)]
+    )
+    monkeypatch.setitem(sys.modules, "sounddevice", fake)
+    shared(fake).min_interval_s = 0.0  # tests control the rate limit explicitly
+    yield fake
+    assert fake.streams_open_at_terminate == 0, "PortAudio was terminated under an open stream"
+
+
+def usb_mic() -> Hardware:
+    return Hardware("USB Mic", inputs=1, rate=16000)
+
+
+def wait_until(pred: Callable[[], bool], timeout: float = 3.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.02)
+
+
+def mic(name: str) -> SoundDeviceMicrophone:
+    return SoundDeviceMicrophone(HearingSettings(input_device=name))
+
+
+# ---- the helper -----------------------------------------------------------------------------------
+def test_fake_portaudio_freezes_the_device_list_until_reinitialised(fake_pa: FakePortAudio) -> None:
+    fake_pa.plug(usb_mic())
+    assert "USB Mic" not in fake_pa.names()
+    assert shared(fake_pa).refresh_devices()
+    assert "USB Mic" in fake_pa.names()
+
+
+def test_no_refresh_while_a_stream_is_open(fake_pa: FakePortAudio) -> None:
+    pa = PortAudio(fake_pa, min_interval_s=0.0)
+    blocks: list[int] = []
+    stream = pa.open_stream(
+        lambda: fake_pa.InputStream(
+            device=0, samplerate=16000, callback=lambda data, *a: blocks.append(len(data))
+        )
+    )
+    stream.start()
+    fake_pa.plug(usb_mic())
+    assert pa.open_streams == 1
+    assert not pa.refresh_devices()
+    assert fake_pa.terminate_times == [] and "USB Mic" not in fake_pa.names()
+    seen = len(blocks)
+    wait_until(lambda: len(blocks) > seen + 3)  # the open stream was left alone and keeps running
+    assert stream.active and not stream.killed
+    pa.close_stream(stream)
+    assert stream.closed and pa.open_streams == 0
+    assert pa.refresh_devices()
+    assert "USB Mic" in fake_pa.names() and len(fake_pa.terminate_times) == 1
+
+
+def test_refresh_is_rate_limited(fake_pa: FakePortAudio) -> None:
+    now = [100.0]
+    pa = PortAudio(fake_pa, min_interval_s=2.0, clock=lambda: now[0])
+    assert pa.refresh_devices()
+    now[0] += 1.9
+    assert not pa.refresh_devices()
+    assert fake_pa.initializations == 2  # the import-time one and the first refresh
+    now[0] += 0.1
+    assert pa.refresh_devices()
+    assert fake_pa.initializations == 3 and pa.refreshes == 2
+
+
+def test_refused_refresh_is_a_request_that_expires(fake_pa: FakePortAudio) -> None:
+    now = [0.0]
+    pa = PortAudio(fake_pa, min_interval_s=0.0, request_ttl_s=5.0, clock=lambda: now[0])
+    stream = pa.open_stream(lambda: fake_pa.OutputStream(device=1, samplerate=48000, callback=print))
+    assert not pa.refresh_wanted(own_streams=1)
+    assert not pa.refresh_devices()  # refused: a stream is open
+    assert pa.refresh_wanted(own_streams=1) and not pa.refresh_wanted(own_streams=0)
+    now[0] += 5.1
+    assert not pa.refresh_wanted(own_streams=1)
+    pa.close_stream(stream)
+
+
+def test_backend_without_reinitialisation_is_never_refreshed() -> None:
+    pa = PortAudio(SimpleNamespace(query_devices=list))
+    assert not pa.can_refresh and not pa.refresh_devices() and not pa.refresh_wanted(5)
+
+
+# ---- the microphone -------------------------------------------------------------------------------
+def test_missing_microphone_is_reported_then_found_after_it_is_plugged_in(fake_pa: FakePortAudio) -> None:
+    m = mic("USB Mic")
+    with pytest.raises(MicrophoneUnavailable) as info:
+        m.open(lambda block: None, lambda detail: None)
+    message = str(info.value)
+    assert "'USB Mic' not found" in message and "available input devices: 'Built-in Mic'" in message
+    assert fake_pa.initializations == 2  # it did look again before giving up
+
+    fake_pa.plug(usb_mic())
+    assert "USB Mic" not in fake_pa.names()  # PortAudio has not rescanned yet
+    blocks: list[FloatArray] = []
+    assert m.open(blocks.append, lambda detail: None) == 16000
+    try:
+        wait_until(lambda: len(blocks) >= 3)
+        assert fake_pa.streams[-1].hardware.name == "USB Mic"
+        assert shared(fake_pa).open_streams == 1
+    finally:
+        m.close()
+    assert shared(fake_pa).open_streams == 0 and fake_pa.streams[-1].closed
+
+
+def test_microphone_does_not_refresh_while_another_stream_is_open(fake_pa: FakePortAudio) -> None:
+    builtin = mic("Built-in")
+    heard: list[FloatArray] = []
+    builtin.open(heard.append, lambda detail: None)
+    try:
+        fake_pa.plug(usb_mic())
+        with pytest.raises(MicrophoneUnavailable, match="available input devices: 'Built-in Mic'"):
+            mic("USB Mic").open(lambda block: None, lambda detail: None)
+        assert fake_pa.terminate_times == []
+        seen = len(heard)
+        wait_until(lambda: len(heard) > seen + 3)  # the open microphone was not disturbed
+    finally:
+        builtin.close()
+    usb = mic("USB Mic")
+    usb.open(lambda block: None, lambda detail: None)
+    usb.close()
+    assert len(fake_pa.terminate_times) == 1
+
+
+class _NoSpeech:
+    def load(self) -> None: ...
+
+    def transcribe(self, samples: FloatArray, speech_ratio: float | None = None) -> Transcription:
+        raise AssertionError("nothing should be transcribed")
+
+    def set_language(self, lang: str) -> None: ...
+
+
+async def test_listener_reports_missing_mic_and_opens_it_when_plugged_in_or_replugged(
+    fake_pa: FakePortAudio,
+) -> None:
+    events: list[AudioEvent] = []
+    settings = HearingSettings(input_device="USB Mic", reopen_interval_s=0.05)
+    listener = Listener(settings, SoundDeviceMicrophone(settings), _NoSpeech(), events.append)
+
+    async def problem(ok: bool, after: int = 0) -> AudioDeviceProblem:
+        for _ in range(200):
+            found = [e for e in events[after:] if isinstance(e, AudioDeviceProblem) and e.ok is ok]
+            if found:
+                return found[0]
+            await asyncio.sleep(0.02)
+        raise AssertionError(f"no AudioDeviceProblem(ok={ok}) after event {after}")
+
+    await listener.open()
+    try:
+        missing = await problem(False)
+        assert missing.direction == "input" and "'USB Mic' not found" in missing.detail
+        assert "available input devices: 'Built-in Mic'" in missing.detail
+        await asyncio.sleep(0.2)
+        assert not any(isinstance(e, AudioDeviceProblem) and e.ok for e in events)
+
+        fake_pa.plug(usb_mic())
+        await problem(True)
+        assert fake_pa.streams[-1].hardware.name == "USB Mic" and fake_pa.streams[-1].active
+
+        # Pulled out, then back in: it re-enumerates as a new device the old list cannot open.
+        mark = len(events)
+        fake_pa.unplug("USB Mic")
+        lost = await problem(False, mark)
+        assert "stopped" in lost.detail
+        fake_pa.plug(usb_mic())
+        await problem(True, mark)
+        assert fake_pa.streams[-1].active and fake_pa.plugged(fake_pa.streams[-1].hardware)
+    finally:
+        await listener.aclose()
+    assert shared(fake_pa).open_streams == 0
+
+
+# ---- the speaker ----------------------------------------------------------------------------------
+def _tone_queue(rate: int, seconds: float, level: float = 0.5) -> tuple[PlaybackQueue, int]:
+    queue = PlaybackQueue(rate=rate, volume=1.0)
+    frames = int(rate * seconds)
+    piece = QueuedPiece("r", 1, np.full(frames, level, np.float32), 0, 5, ())
+    assert queue.push(piece, queue.generation) and queue.push_end("r", 1, queue.generation)
+    return queue, frames
+
+
+def _open_sink(
+    fake: FakePortAudio, render: Callable[[FloatArray, float], list[PlaybackMark]]
+) -> tuple[SoundDeviceSink, list[tuple[bool, str]]]:
+    reports: list[tuple[bool, str]] = []
+    sink = SoundDeviceSink("USB Speaker", reopen_interval_s=0.05, backend=fake)
+    sink.open(render, lambda ok, detail: reports.append((ok, detail)))
+    return sink, reports
+
+
+def _played(fake: FakePortAudio) -> list[tuple[float, np.ndarray]]:
+    blocks = [b for s in fake.streams if s.kind == "output" for b in s.recorded]
+    return sorted(blocks, key=lambda b: b[0])
+
+
+def test_idle_speaker_gives_way_so_a_missing_microphone_is_found(fake_pa: FakePortAudio) -> None:
+    queue = PlaybackQueue(rate=48000)
+    sink, reports = _open_sink(fake_pa, lambda out, t0: queue.render(out))
+    try:
+        assert shared(fake_pa).open_streams == 1
+        m = mic("USB Mic")
+        fake_pa.plug(usb_mic())
+        with pytest.raises(MicrophoneUnavailable):
+            m.open(lambda block: None, lambda detail: None)  # refused: the speaker's stream is open
+        assert fake_pa.terminate_times == []
+        wait_until(lambda: len(fake_pa.terminate_times) == 1)  # the idle speaker let it happen
+        first, second = [s for s in fake_pa.streams if s.kind == "output"]
+        assert first.closed and not first.killed
+        wait_until(lambda: second.active and len(second.recorded) > 5)  # and reopened the speaker
+        m.open(lambda block: None, lambda detail: None)
+        m.close()
+        time.sleep(0.3)
+        assert len(fake_pa.terminate_times) == 1  # no request left: no more refreshes
+        assert reports == []  # not a device problem
+    finally:
+        sink.close()
+    assert shared(fake_pa).open_streams == 0
+
+
+def test_speaker_waits_for_the_reply_to_finish_before_giving_way(fake_pa: FakePortAudio) -> None:
+    queue, frames = _tone_queue(48000, 0.6)
+    sink, _ = _open_sink(fake_pa, lambda out, t0: queue.render(out))
+    try:
+        wait_until(lambda: any(b.any() for _, b in _played(fake_pa)))  # the reply is playing
+        with pytest.raises(MicrophoneUnavailable):
+            mic("USB Mic").open(lambda block: None, lambda detail: None)
+        time.sleep(0.3)
+        assert fake_pa.terminate_times == []  # not while playing
+        wait_until(lambda: len(fake_pa.terminate_times) == 1)
+        wait_until(lambda: len(_played(fake_pa)) > 0 and not queue.busy)
+    finally:
+        sink.close()
+    played = _played(fake_pa)
+    audio = np.concatenate([b for _, b in played])
+    tone = np.flatnonzero(audio == 0.5)
+    assert len(tone) == frames  # the whole reply was heard...
+    assert tone[-1] - tone[0] == frames - 1  # ...in one piece
+    last_tone_block = max(t for t, b in played if b.any())
+    assert fake_pa.terminate_times[0] > last_tone_block  # the refresh came after it
+
+
+def test_speaker_replugged_as_a_new_device_is_reopened_after_a_refresh(fake_pa: FakePortAudio) -> None:
+    sink, reports = _open_sink(fake_pa, lambda out, t0: PlaybackQueue(rate=48000).render(out))
+    try:
+        fake_pa.unplug("USB Speaker")
+        wait_until(lambda: any(not ok for ok, _ in reports))
+        assert shared(fake_pa).open_streams == 0  # the dead stream was released
+        fake_pa.plug(Hardware("USB Speaker", outputs=2, rate=48000))
+        wait_until(lambda: any(ok for ok, _ in reports))
+        assert len(fake_pa.terminate_times) >= 1  # only a refresh makes the new device openable
+        newest = fake_pa.streams[-1]
+        assert newest.kind == "output" and newest.active and fake_pa.plugged(newest.hardware)
+        assert shared(fake_pa).open_streams == 1
+    finally:
+        sink.close()
+    assert shared(fake_pa).open_streams == 0
