@@ -110,6 +110,8 @@ class ConfidenceFeatures:
     """Mean next-token entropy of the greedy pass (nats)."""
     changed_by_beam: bool = False
     """The beam search's best differs from the greedy transcript and replaced it."""
+    voice_prob: float = 1.0
+    """Silero VAD's speech probability of the utterance (``audio.voice_prob``; 1.0 when unknown)."""
 
     def as_dict(self) -> dict[str, float]:
         """Features as a plain dict (for JSON and fitting)."""
@@ -146,6 +148,8 @@ def feature_vector(f: ConfidenceFeatures) -> list[float]:
         f.max_token_entropy,
         f.mean_token_entropy,
         math.log(max(1e-4, f.first_token_prob)),
+        math.log(max(0.01, f.voice_prob)),
+        filler * (1.0 - f.voice_prob),
     ]
 
 
@@ -174,6 +178,8 @@ FEATURE_NAMES = (
     "max_token_entropy",
     "mean_token_entropy",
     "log_first_token_prob",
+    "log_voice_prob",
+    "filler_x_nonvoice",
 )
 
 
@@ -203,7 +209,7 @@ def _heuristic_calibration() -> Calibration:
     """Hand-set weights used until a fitted calibration file exists."""
     n = len(FEATURE_NAMES)
     coef = [1.5, 0.3, 0.8, 0.3, -2.0, -1.0, -0.5, 1.0, 0.5, 0.0, -0.5, -1.0, 0.5, -1.0, -1.0, 0.5]
-    coef += [1.0, 1.0, -0.5, 0.3, 0.3, -0.3, -0.3, 0.3]
+    coef += [1.0, 1.0, -0.5, 0.3, 0.3, -0.3, -0.3, 0.3, 1.0, -1.0]
     return Calibration(FEATURE_NAMES, (0.0,) * n, (1.0,) * n, tuple(coef), 2.0)
 
 

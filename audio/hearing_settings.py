@@ -56,8 +56,9 @@ class HearingSettings:
     min_utterance_ms: int = 100
     """Utterances whose speech (first to last speech frame) is shorter fail ``too_short``, ms (default 100)."""
 
-    max_utterance_ms: int = 15000
-    """Utterances longer than this fail with ``too_long``, in milliseconds (default 15000)."""
+    max_utterance_ms: int = 28000
+    """Utterances longer than this fail with ``too_long``, in milliseconds (default 28000: Whisper
+    decodes at most 30 s at once, and a child telling a story easily talks for 20 s)."""
 
     half_duplex: bool = True
     """Discard microphone audio while the device speaks (default True)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -39,6 +40,7 @@ from audio.transcript_checks import (
     repeat_period,
     unlooped,
 )
+from audio.voice_prob import CHUNK, voice_probability
 from audio.wav import FloatArray
 
 _LOGGER = logging.getLogger(__name__)
@@ -139,6 +141,8 @@ class WhisperTranscriber:
         self._language = settings.stt_language or "en"
         self._model: Any = None
         self._tokenizer: Any = None
+        self._voice_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="voice-prob")
+        """Silero runs beside the Whisper decode (one more core's worth of work, not more latency)."""
 
     @property
     def loaded(self) -> bool:
@@ -166,6 +170,7 @@ class WhisperTranscriber:
         except Exception as err:
             raise RuntimeError(f"cannot load Whisper model {name!r}: {err}") from err
         self._make_tokenizer()
+        voice_probability(np.zeros(CHUNK, dtype=np.float32))  # loads the Silero model now, not mid-reply
         _LOGGER.info("Whisper model %s loaded in %.1f s", name, time.monotonic() - t0)
 
     def _make_tokenizer(self) -> None:
@@ -384,6 +389,7 @@ class WhisperTranscriber:
             decode_ms = round((time.monotonic() - t0) * 1000)
             audio_ms = round(len(samples) * 1000 / SAMPLE_RATE)
             return Transcription("", 0.0, self.language, audio_ms, decode_ms, None)
+        voice = self._voice_pool.submit(voice_probability, samples)
         frames = self._window_frames(len(samples))
         d = self._greedy(samples, frames)
         fallbacks = int(d.repeated)
@@ -429,6 +435,7 @@ class WhisperTranscriber:
                 nbest_posterior=nbest.posterior,
                 nbest_word_agreement=nbest.word_agreement,
                 changed_by_beam=changed,
+                voice_prob=voice.result(),
             )
             confidence = score(features)
         decode_ms = round((time.monotonic() - t0) * 1000)
