@@ -100,6 +100,39 @@ def check_stt_model(stt_model: str, deep: bool) -> CheckResult:
     return CheckResult("speech-to-text model", "ok", f"{path} loads in {took:.1f} s")
 
 
+def check_speech_check_model(deep: bool, assets: Path | None = None) -> CheckResult:
+    """Silero VAD (shipped inside faster-whisper) for the ``voice_prob`` confidence feature; with
+    ``deep`` it is run once."""
+    name = "speech check model (Silero VAD)"
+    if assets is None:
+        from faster_whisper.utils import get_assets_path
+
+        assets = Path(get_assets_path())
+    path = assets / "silero_vad_v6.onnx"
+    if not path.is_file():
+        return CheckResult(
+            name,
+            "fail",
+            f"{path} is missing: transcripts would lose their speech-likeness check",
+            "pip install --force-reinstall 'faster-whisper>=1.2.1,<2'",
+        )
+    if not deep:
+        return CheckResult(name, "ok", f"{path} (present; --deep runs it)")
+    try:
+        import numpy as np
+
+        from audio.voice_prob import voice_probability
+
+        start = time.monotonic()
+        voice_probability(np.zeros(16000, dtype=np.float32))
+        took = time.monotonic() - start
+    except Exception as exc:
+        return CheckResult(
+            name, "fail", f"{path} does not run: {type(exc).__name__}: {exc}", "reinstall faster-whisper"
+        )
+    return CheckResult(name, "ok", f"{path} runs ({took * 1000:.0f} ms for 1 s of audio, first call)")
+
+
 def check_voice(voice: str, deep: bool) -> CheckResult:
     """The Piper voice ``.onnx`` and its ``.onnx.json`` are present (and, with ``deep``, load)."""
     if voice:
@@ -321,6 +354,7 @@ def run_checks(
     if deep and mic_index is not None:
         results.append(check_levels(mic_index, speaker_index))
     results.append(check_stt_model(stt_model, deep))
+    results.append(check_speech_check_model(deep))
     results.append(check_voice(voice, deep))
     results.append(
         check_broker(

@@ -18,6 +18,7 @@ from device.doctor import (
     check_broker,
     check_button,
     check_clock,
+    check_speech_check_model,
     check_state_dir,
     check_stt_model,
     check_voice,
@@ -111,6 +112,18 @@ def test_state_dir_not_writable(tmp_path: Path) -> None:
 def test_packaged_models_present() -> None:
     assert check_stt_model("", deep=False).status == "ok"
     assert check_voice("", deep=False).status == "ok"
+    assert check_speech_check_model(deep=False).status == "ok"
+
+
+def test_speech_check_model_runs_or_says_how_to_fix(tmp_path: Path) -> None:
+    deep = check_speech_check_model(deep=True)
+    assert deep.status == "ok" and "runs (" in deep.detail
+    missing = check_speech_check_model(deep=False, assets=tmp_path)
+    assert (
+        missing.status == "fail"
+        and "silero_vad_v6.onnx" in missing.detail
+        and "faster-whisper" in missing.fix
+    )
 
 
 def test_deep_loads_the_packaged_models() -> None:
@@ -225,6 +238,7 @@ def test_run_checks_returns_every_check(mosquitto: Mosquitto, tmp_path: Path) ->
         "microphone",
         "speaker",
         "speech-to-text model",
+        "speech check model (Silero VAD)",
         "voice",
         "broker",
         "clock",
