@@ -105,14 +105,9 @@ class SoundDeviceMicrophone:
         if self._stream is not None:
             return int(self._stream.samplerate)
         pa = self._portaudio or shared(sd)
-        with pa.lock:  # no refresh can run between finding the device and counting its stream
-            try:
-                return self._open(sd, pa, on_audio, on_lost)
-            except MicrophoneUnavailable as err:
-                if not pa.refresh_devices():
-                    raise
-                _LOGGER.info("retrying the microphone after the device refresh (%s)", err)
-            return self._open(sd, pa, on_audio, on_lost)
+        return pa.with_refresh(
+            lambda: self._open(sd, pa, on_audio, on_lost), "the microphone", MicrophoneUnavailable
+        )
 
     def _open(self, sd: Any, pa: PortAudio, on_audio: AudioCallback, on_lost: LostCallback) -> int:
         s = self.settings

@@ -34,9 +34,10 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 _LOGGER = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class PortAudio:
@@ -139,6 +140,18 @@ class PortAudio:
             self._requested_at = None
             _LOGGER.info("audio device list refreshed (PortAudio re-initialised)")
             return True
+
+    def with_refresh(self, attempt: Callable[[], T], what: str, errors: type[Exception] = Exception) -> T:
+        """``attempt()`` under the lock (no refresh between finding a device and counting its
+        stream); if it raises one of ``errors`` and a refresh is allowed, refresh and try once more."""
+        with self.lock:
+            try:
+                return attempt()
+            except errors as err:
+                if not self.refresh_devices():
+                    raise
+                _LOGGER.info("retrying %s after the device refresh (%s)", what, err)
+            return attempt()
 
     def _rate_limited(self, now: float) -> bool:
         return self._last_refresh is not None and now - self._last_refresh < self.min_interval_s

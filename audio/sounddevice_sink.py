@@ -120,12 +120,7 @@ class SoundDeviceSink(StreamSink):
         from audio.sinks import OutputDeviceUnavailable
 
         with self._pa.lock:
-            try:
-                index, name, rate = self.resolve()
-            except OutputDeviceUnavailable:
-                if not self._pa.refresh_devices():
-                    raise
-                index, name, rate = self.resolve()
+            index, name, rate = self._pa.with_refresh(self.resolve, "the speaker", OutputDeviceUnavailable)
             self._index, self._device_name = index, name
             if self._rate == 0:
                 self._rate = rate
@@ -185,16 +180,7 @@ class SoundDeviceSink(StreamSink):
             self._index, self._device_name = index, name
             return self._make_stream()
 
-        with self._pa.lock:
-            try:
-                return attempt()
-            except Exception as err:
-                if not self._pa.refresh_devices():
-                    raise
-                _LOGGER.info(
-                    "retrying output device %r after the device refresh (%s)", self._device_name, err
-                )
-                return attempt()
+        return self._pa.with_refresh(attempt, f"output device {self._device_name!r}")
 
     def _start_device_stream(self, stream: Any) -> None:
         """Make ``stream`` current and start it (closing it again if it will not start)."""

@@ -382,12 +382,12 @@ class WhisperTranscriber:
         if len(samples) > FULL_WINDOW_FRAMES * 160:
             _LOGGER.warning("utterance of %.1f s cut to 30 s", len(samples) / SAMPLE_RATE)
             samples = samples[: FULL_WINDOW_FRAMES * 160]
+        audio_ms = round(len(samples) * 1000 / SAMPLE_RATE)
         if is_pure_tone(samples, self.settings.tone_gate_share):
             _LOGGER.info(
                 "utterance of %.1f s is a tone, not speech: no transcript", len(samples) / SAMPLE_RATE
             )
             decode_ms = round((time.monotonic() - t0) * 1000)
-            audio_ms = round(len(samples) * 1000 / SAMPLE_RATE)
             return Transcription("", 0.0, self.language, audio_ms, decode_ms, None)
         voice = self._voice_pool.submit(voice_probability, samples)
         frames = self._window_frames(len(samples))
@@ -404,7 +404,6 @@ class WhisperTranscriber:
             fallbacks += 1
             if normalise_text(full.text) and not full.looped:
                 d = full
-        audio_ms = round(len(samples) * 1000 / SAMPLE_RATE)
         features = None
         confidence = 0.0
         text = ""
