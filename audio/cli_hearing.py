@@ -43,6 +43,11 @@ def _stt_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--beam-size", type=int, default=None, help="beam size (default from settings)")
     p.add_argument("--threads", type=int, default=None, help="CPU threads (default from settings)")
     p.add_argument("--full-window", action="store_true", help="pad to 30 s like stock faster-whisper")
+    p.add_argument(
+        "--cross-check-model",
+        default=None,
+        help="second recogniser directory, or 'off' (default: from settings, the fetched Moonshine tiny)",
+    )
 
 
 def _settings(args: argparse.Namespace) -> HearingSettings:
@@ -54,12 +59,19 @@ def _settings(args: argparse.Namespace) -> HearingSettings:
         changes["stt_threads"] = args.threads
     if args.full_window:
         changes["stt_short_window"] = False
+    if args.cross_check_model is not None:
+        changes["stt_cross_check_model"] = args.cross_check_model
     return replace(s, **changes)  # type: ignore[arg-type]
 
 
 def _load(settings: HearingSettings) -> WhisperTranscriber:
+    """The loaded transcriber; a missing model ends the command with its message (exit 2)."""
     t = WhisperTranscriber(settings)
-    t.load()
+    try:
+        t.load()
+    except RuntimeError as err:
+        print(f"robot-face: {err}", file=sys.stderr)
+        raise SystemExit(2) from err
     return t
 
 

@@ -21,6 +21,9 @@ from pathlib import Path
 _LOGGER = logging.getLogger(__name__)
 
 CALIBRATION_PATH = Path(__file__).with_name("confidence_calibration.json")
+"""Fitted with the cross-check features (``ConfidenceFeatures.cross_checked``)."""
+SINGLE_CALIBRATION_PATH = Path(__file__).with_name("confidence_calibration_single.json")
+"""Fitted without them: used when ``hearing.stt_cross_check_model`` is "off"."""
 MIN_CONFIDENCE = 0.001
 """Lowest computed confidence; exactly 0 is reserved for "the provider gave no signal"."""
 
@@ -112,14 +115,24 @@ class ConfidenceFeatures:
     """The beam search's best differs from the greedy transcript and replaced it."""
     voice_prob: float = 1.0
     """Silero VAD's speech probability of the utterance (``audio.voice_prob``; 1.0 when unknown)."""
+    cross_checked: bool = False
+    """A second recogniser transcribed the utterance too (``audio.cross_check``); the three
+    ``cross_*`` features below are meaningful only then, and the cross-check calibration is used."""
+    cross_word_disagreement: float = 0.0
+    """Word edit distance to the second recogniser's transcript over the word count (≤ 1.5)."""
+    cross_exact: bool = False
+    """The second recogniser wrote the same words."""
+    cross_char_similarity: float = 1.0
+    """Letter-level similarity of the two transcripts (0..1)."""
 
     def as_dict(self) -> dict[str, float]:
         """Features as a plain dict (for JSON and fitting)."""
         return {k: float(v) for k, v in asdict(self).items()}
 
 
-def feature_vector(f: ConfidenceFeatures) -> list[float]:
-    """The model inputs derived from ``f`` (order matches ``FEATURE_NAMES``)."""
+def feature_vector(f: ConfidenceFeatures, cross: bool | None = None) -> list[float]:
+    """The model inputs derived from ``f``: ``FEATURE_NAMES``, then ``CROSS_FEATURE_NAMES`` when
+    ``cross`` (default: when ``f.cross_checked``)."""
     level = max(-80.0, min(0.0, f.level_db))
     words_per_s = f.n_words / max(0.3, f.audio_s)
     filler = 1.0 if f.filler else 0.0
@@ -150,7 +163,12 @@ def feature_vector(f: ConfidenceFeatures) -> list[float]:
         math.log(max(1e-4, f.first_token_prob)),
         math.log(max(0.01, f.voice_prob)),
         filler * (1.0 - f.voice_prob),
-    ]
+    ] + (cross_vector(f) if (f.cross_checked if cross is None else cross) else [])
+
+
+def cross_vector(f: ConfidenceFeatures) -> list[float]:
+    """The cross-check inputs (order matches ``CROSS_FEATURE_NAMES``)."""
+    return [f.cross_word_disagreement, 1.0 if f.cross_exact else 0.0, f.cross_char_similarity]
 
 
 FEATURE_NAMES = (
@@ -181,6 +199,7 @@ FEATURE_NAMES = (
     "log_voice_prob",
     "filler_x_nonvoice",
 )
+CROSS_FEATURE_NAMES = ("cross_word_disagreement", "cross_exact", "cross_char_similarity")
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,17 +224,27 @@ class Calibration:
         return json.dumps(asdict(self), indent=2) + "\n"
 
 
-def _heuristic_calibration() -> Calibration:
+def calibration_names(cross: bool) -> tuple[str, ...]:
+    """Feature names of the calibration with (``cross``) or without the cross-check features."""
+    return FEATURE_NAMES + (CROSS_FEATURE_NAMES if cross else ())
+
+
+def _heuristic_calibration(cross: bool) -> Calibration:
     """Hand-set weights used until a fitted calibration file exists."""
-    n = len(FEATURE_NAMES)
     coef = [1.5, 0.3, 0.8, 0.3, -2.0, -1.0, -0.5, 1.0, 0.5, 0.0, -0.5, -1.0, 0.5, -1.0, -1.0, 0.5]
     coef += [1.0, 1.0, -0.5, 0.3, 0.3, -0.3, -0.3, 0.3, 1.0, -1.0]
-    return Calibration(FEATURE_NAMES, (0.0,) * n, (1.0,) * n, tuple(coef), 2.0)
+    coef += [-1.0, 0.5, 1.0] if cross else []
+    names = calibration_names(cross)
+    n = len(names)
+    return Calibration(names, (0.0,) * n, (1.0,) * n, tuple(coef), 2.0)
 
 
-@lru_cache(maxsize=1)
-def load_calibration(path: Path = CALIBRATION_PATH) -> Calibration:
-    """The fitted calibration, or hand-set weights (with a warning) if the file is missing or stale."""
+@lru_cache(maxsize=2)
+def load_calibration(cross: bool = True, path: Path | None = None) -> Calibration:
+    """The fitted calibration (with or without the cross-check features; from ``path`` if given),
+    or hand-set weights (with a warning) if the file is missing or stale."""
+    if path is None:
+        path = CALIBRATION_PATH if cross else SINGLE_CALIBRATION_PATH
     try:
         raw = json.loads(path.read_text())
         cal = Calibration(
@@ -227,15 +256,15 @@ def load_calibration(path: Path = CALIBRATION_PATH) -> Calibration:
         )
     except (OSError, ValueError, KeyError) as err:
         _LOGGER.warning("no usable confidence calibration at %s (%s); using hand-set weights", path, err)
-        return _heuristic_calibration()
-    if cal.names != FEATURE_NAMES:
+        return _heuristic_calibration(cross)
+    if cal.names != calibration_names(cross):
         _LOGGER.warning("confidence calibration %s has other features; using hand-set weights", path)
-        return _heuristic_calibration()
+        return _heuristic_calibration(cross)
     return cal
 
 
 def score(features: ConfidenceFeatures, calibration: Calibration | None = None) -> float:
     """Calibrated confidence in [MIN_CONFIDENCE, 1] for a non-empty transcript."""
-    cal = calibration or load_calibration()
+    cal = calibration or load_calibration(features.cross_checked)
     p = cal.probability(feature_vector(features))
     return min(1.0, max(MIN_CONFIDENCE, p))

@@ -24,9 +24,10 @@ import numpy as np
 
 from audio.confidence import (
     CALIBRATION_PATH,
-    FEATURE_NAMES,
+    SINGLE_CALIBRATION_PATH,
     Calibration,
     ConfidenceFeatures,
+    calibration_names,
     feature_vector,
     has_repeated_word,
     score,
@@ -218,23 +219,30 @@ def _metrics(rows: list[ClipRow]) -> dict[str, Any]:
     }
 
 
-def fit_calibration(rows: list[ClipRow], l2: float = 1.0) -> Calibration:
+def fit_calibration(rows: list[ClipRow], l2: float = 1.0, cross: bool = False) -> Calibration:
     """Fit a standardised L2 logistic regression (Newton/IRLS) on clips that produced text.
 
+    With ``cross``, on the clips a second recogniser checked, with the cross-check features;
+    without, on every clip, without them (the calibration used when the check is off).
     Goodbye phrases are built in every condition (8x) while other sentences get 3 conditions, so
     they are down-weighted to the same share; otherwise "it is a filler phrase" looks like a reason
     to trust a transcript.
     """
-    data = [(r.features, r.correct, r.text) for r in rows if r.features is not None]
+    used = [
+        (ConfidenceFeatures(**_typed(r.features, r.text)), r)
+        for r in rows
+        if r.features is not None and (not cross or r.features.get("cross_checked"))
+    ]
+    if not used:
+        raise ValueError("no transcripts to fit on" + (" with cross-check features" if cross else ""))
     sample_w = np.asarray(
         [
             3.0 / 8.0 if r.kind == "speech" and normalise_for_wer(r.reference) in GOODBYES else 1.0
-            for r in rows
-            if r.features is not None
+            for _, r in used
         ]
     )
-    x = np.asarray([feature_vector(ConfidenceFeatures(**_typed(f, t))) for f, _, t in data], dtype=np.float64)
-    y = np.asarray([1.0 if ok else 0.0 for _, ok, _ in data])
+    x = np.asarray([feature_vector(f, cross) for f, _ in used], dtype=np.float64)
+    y = np.asarray([1.0 if r.correct else 0.0 for _, r in used])
     mean, scale = x.mean(axis=0), x.std(axis=0)
     scale[scale < 1e-6] = 1.0
     z = np.hstack([(x - mean) / scale, np.ones((len(x), 1))])
@@ -250,12 +258,21 @@ def fit_calibration(rows: list[ClipRow], l2: float = 1.0) -> Calibration:
         if np.abs(step).max() < 1e-8:
             break
     return Calibration(
-        names=FEATURE_NAMES,
+        names=calibration_names(cross),
         mean=tuple(float(v) for v in mean),
         scale=tuple(float(v) for v in scale),
         coef=tuple(float(v) for v in w[:-1]),
         intercept=float(w[-1]),
     )
+
+
+def fit_calibrations(rows: list[ClipRow], l2: float = 1.0, cross: bool = True) -> dict[bool, Calibration]:
+    """The calibration without cross-check features and (if ``cross`` and some row has them) the
+    one with them."""
+    cals = {False: fit_calibration(rows, l2, cross=False)}
+    if cross and any(r.features is not None and r.features.get("cross_checked") for r in rows):
+        cals[True] = fit_calibration(rows, l2, cross=True)
+    return cals
 
 
 def _typed(f: dict[str, float], text: str = "") -> dict[str, Any]:
@@ -267,6 +284,8 @@ def _typed(f: dict[str, float], text: str = "") -> dict[str, Any]:
     out["n_words"] = int(f["n_words"])
     out["filler"] = bool(f["filler"])
     out["changed_by_beam"] = bool(f.get("changed_by_beam", 0.0))
+    out["cross_checked"] = bool(f.get("cross_checked", 0.0))
+    out["cross_exact"] = bool(f.get("cross_exact", 0.0))
     out["repeated_words"] = bool(f["repeated_words"]) if "repeated_words" in f else has_repeated_word(text)
     return out
 
@@ -297,9 +316,12 @@ def rows_from_jsonl(path: Path) -> list[ClipRow]:
     return out
 
 
-def cross_validate(train: list[ClipRow], held: list[ClipRow], l2: float = 1.0) -> dict[str, Any]:
+def cross_validate(
+    train: list[ClipRow], held: list[ClipRow], l2: float = 1.0, cross: bool = True
+) -> dict[str, Any]:
     """Leave-one-group-out over ``held``: each group (first folder of the clip's path, e.g. one
-    real-speech source) is scored by a calibration fitted on ``train`` plus the other groups.
+    real-speech source) is scored by calibrations fitted on ``train`` plus the other groups
+    (without ``cross``, as if the cross-check were off).
 
     Returns the metrics of all held-out predictions pooled, and per group.
     """
@@ -309,18 +331,23 @@ def cross_validate(train: list[ClipRow], held: list[ClipRow], l2: float = 1.0) -
     pooled: list[ClipRow] = []
     per_group: dict[str, Any] = {}
     for name, rows in groups.items():
-        cal = fit_calibration(train + [r for k, rs in groups.items() if k != name for r in rs], l2)
-        rescored = [_rescored(r, cal) for r in rows]
+        cals = fit_calibrations(train + [r for k, rs in groups.items() if k != name for r in rs], l2, cross)
+        rescored = [rescore(r, cals) for r in rows]
         pooled += rescored
         m = _metrics(rescored)
         per_group[name] = {k: m[k] for k in ("clips", "wer", "auroc_speech", "clear_speech_accepted_share")}
     return {"pooled": _metrics(pooled), "groups": per_group}
 
 
-def _rescored(r: ClipRow, cal: Calibration) -> ClipRow:
+def rescore(r: ClipRow, cals: dict[bool, Calibration]) -> ClipRow:
+    """``r`` scored by the calibration for its features (the single one when ``cals`` has no
+    cross-check calibration)."""
     if r.features is None:
         return r
-    return replace(r, confidence=score(ConfidenceFeatures(**_typed(r.features, r.text)), cal))
+    f = ConfidenceFeatures(**_typed(r.features, r.text))
+    if f.cross_checked and True not in cals:
+        f = replace(f, cross_checked=False)
+    return replace(r, confidence=score(f, cals[f.cross_checked]))
 
 
 def _load_rows(
@@ -355,7 +382,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m audio.eval_confidence")
     ap.add_argument("command", choices=["fit", "crossval"])
     ap.add_argument("dirs", nargs="+", type=Path)
-    ap.add_argument("--out", type=Path, default=CALIBRATION_PATH)
+    ap.add_argument("--out-dir", type=Path, default=CALIBRATION_PATH.parent)
+    ap.add_argument(
+        "--without-cross-check", action="store_true", help="crossval: score as if the cross-check were off"
+    )
     ap.add_argument("--l2", type=float, default=1.0)
     ap.add_argument("--redo", action="store_true", help="decode again even if results.jsonl exists")
     ap.add_argument("--hold-out", type=Path, help="crossval: the set whose sources are held out in turn")
@@ -371,14 +401,19 @@ def main(argv: list[str] | None = None) -> int:
         if args.hold_out is None:
             ap.error("crossval needs --hold-out DIR")
         train = [r for d, rows in by_dir.items() if d != args.hold_out for r in rows]
-        print(json.dumps(cross_validate(train, by_dir[args.hold_out], args.l2), indent=2))
+        result = cross_validate(train, by_dir[args.hold_out], args.l2, not args.without_cross_check)
+        print(json.dumps(result, indent=2))
         return 0
     rows = [r for d in dirs for r in by_dir[d]]
-    cal = fit_calibration(rows, args.l2)
-    args.out.write_text(cal.to_json())
-    print(f"fitted on {sum(r.features is not None for r in rows)} transcripts; wrote {args.out}")
-    for name, c in zip(cal.names, cal.coef, strict=True):
-        print(f"  {name:26s} {c:+.3f}")
+    for cross, cal in fit_calibrations(rows, args.l2).items():
+        out = args.out_dir / (CALIBRATION_PATH if cross else SINGLE_CALIBRATION_PATH).name
+        out.write_text(cal.to_json())
+        used = sum(
+            r.features is not None and (not cross or bool(r.features.get("cross_checked"))) for r in rows
+        )
+        print(f"fitted on {used} transcripts; wrote {out}")
+        for name, c in zip(cal.names, cal.coef, strict=True):
+            print(f"  {name:26s} {c:+.3f}")
     return 0
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -28,6 +28,7 @@ from audio.confidence import (
     score,
 )
 from audio.confidence_signals import StepStats, step_stats
+from audio.cross_check import MoonshineRecogniser, agreement, resolve_model_dir
 from audio.hearing_settings import HearingSettings
 from audio.tones import is_pure_tone
 from audio.transcript_checks import (
@@ -142,7 +143,9 @@ class WhisperTranscriber:
         self._model: Any = None
         self._tokenizer: Any = None
         self._voice_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="voice-prob")
-        """Silero runs beside the Whisper decode (one more core's worth of work, not more latency)."""
+        """Silero and the cross-check recogniser run beside the Whisper decode, on one thread."""
+        cross_dir = resolve_model_dir(settings.stt_cross_check_model)
+        self._cross = MoonshineRecogniser(cross_dir) if cross_dir is not None else None
 
     @property
     def loaded(self) -> bool:
@@ -171,6 +174,8 @@ class WhisperTranscriber:
             raise RuntimeError(f"cannot load Whisper model {name!r}: {err}") from err
         self._make_tokenizer()
         voice_probability(np.zeros(CHUNK, dtype=np.float32))  # loads the Silero model now, not mid-reply
+        if self._cross is not None:
+            self._cross.load()
         _LOGGER.info("Whisper model %s loaded in %.1f s", name, time.monotonic() - t0)
 
     def _make_tokenizer(self) -> None:
@@ -390,6 +395,7 @@ class WhisperTranscriber:
             decode_ms = round((time.monotonic() - t0) * 1000)
             return Transcription("", 0.0, self.language, audio_ms, decode_ms, None)
         voice = self._voice_pool.submit(voice_probability, samples)
+        other = self._voice_pool.submit(self._cross.transcribe, samples) if self._cross else None
         frames = self._window_frames(len(samples))
         d = self._greedy(samples, frames)
         fallbacks = int(d.repeated)
@@ -436,9 +442,31 @@ class WhisperTranscriber:
                 changed_by_beam=changed,
                 voice_prob=voice.result(),
             )
+            other_text = self._other_text(other)
+            if other_text is not None:
+                agree = agreement(text, other_text)
+                features = replace(
+                    features,
+                    cross_checked=True,
+                    cross_word_disagreement=agree.word_disagreement,
+                    cross_exact=agree.exact,
+                    cross_char_similarity=agree.char_similarity,
+                )
             confidence = score(features)
         decode_ms = round((time.monotonic() - t0) * 1000)
         return Transcription(text, confidence, self.language, audio_ms, decode_ms, features)
+
+    @staticmethod
+    def _other_text(job: Future[str] | None) -> str | None:
+        """The cross-check's transcript; None when off or when it failed (then the single-model
+        calibration scores the transcript: a failing second opinion never loses the first)."""
+        if job is None:
+            return None
+        try:
+            return job.result()
+        except Exception:
+            _LOGGER.exception("cross-check recogniser failed; confidence from Whisper alone")
+            return None
 
     def transcribe_baseline(self, samples: FloatArray) -> str:
         """faster-whisper's own ``transcribe()`` (30 s padding) with the same beam size, for benchmarks."""

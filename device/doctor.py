@@ -133,6 +133,37 @@ def check_speech_check_model(deep: bool, assets: Path | None = None) -> CheckRes
     return CheckResult(name, "ok", f"{path} runs ({took * 1000:.0f} ms for 1 s of audio, first call)")
 
 
+def check_cross_check_model(setting: str, deep: bool) -> CheckResult:
+    """The second recogniser (``hearing.stt_cross_check_model``) is there; with ``deep`` it runs."""
+    from audio.cross_check import MoonshineRecogniser, missing_files, resolve_model_dir
+
+    name = "cross-check model (Moonshine)"
+    path = resolve_model_dir(setting)
+    if path is None:
+        return CheckResult(
+            name, "ok", "off (hearing.stt_cross_check_model = 'off'): less reliable confidence"
+        )
+    missing = missing_files(path)
+    if missing:
+        return CheckResult(
+            name,
+            "fail",
+            f"{path} lacks {', '.join(missing)}: the daemon will not start",
+            "python -m audio.fetch_models (the bootstrap runs it), or set hearing.stt_cross_check_model",
+        )
+    if not deep:
+        return CheckResult(name, "ok", f"{path} (files present; --deep runs it)")
+    try:
+        start = time.monotonic()
+        MoonshineRecogniser(path).load()
+        took = time.monotonic() - start
+    except Exception as exc:
+        return CheckResult(
+            name, "fail", f"{path} does not run: {exc}", "python -m audio.fetch_models --force"
+        )
+    return CheckResult(name, "ok", f"{path} loads and runs in {took:.1f} s")
+
+
 def check_voice(voice: str, deep: bool) -> CheckResult:
     """The Piper voice ``.onnx`` and its ``.onnx.json`` are present (and, with ``deep``, load)."""
     if voice:
@@ -325,6 +356,7 @@ def run_checks(
     button: ButtonSettings,
     deep: bool = False,
     stt_model: str = "",
+    cross_check_model: str = "",
     voice: str = "",
     simulate: bool = False,
     need_speaker: bool = True,
@@ -333,6 +365,7 @@ def run_checks(
     key_file: str | None = None,
     tls_insecure: bool = False,
     broker_timeout_s: float = 5.0,
+    stt_provider: str = "whisper",
 ) -> list[CheckResult]:
     """Run every check; never raises for a missing part (each check reports it).
 
@@ -355,6 +388,8 @@ def run_checks(
         results.append(check_levels(mic_index, speaker_index))
     results.append(check_stt_model(stt_model, deep))
     results.append(check_speech_check_model(deep))
+    if stt_provider == "whisper":
+        results.append(check_cross_check_model(cross_check_model, deep))
     results.append(check_voice(voice, deep))
     results.append(
         check_broker(
@@ -386,6 +421,8 @@ def check_config(config: Config, deep: bool = False) -> list[CheckResult]:
         button=config.button,
         deep=deep,
         stt_model=config.hearing.stt_model,
+        cross_check_model=config.hearing.stt_cross_check_model,
+        stt_provider=config.hearing.stt_provider,
         voice=config.speaking.voice,
         simulate=simulate,
         need_speaker=not simulate and config.speaking.sink == "sounddevice",

