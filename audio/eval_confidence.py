@@ -32,6 +32,7 @@ from audio.confidence import (
     has_repeated_word,
     score,
 )
+from audio.cross_check import resolve_model_dir
 from audio.hearing_settings import HearingSettings
 from audio.stt import WhisperTranscriber
 from audio.stt_clip import load_clip, transcribe_clip
@@ -353,14 +354,17 @@ def rescore(r: ClipRow, cals: dict[bool, Calibration]) -> ClipRow:
 def _load_rows(
     dirs: list[Path], redo: bool, direct: bool, settings: HearingSettings
 ) -> dict[Path, list[ClipRow]]:
-    """Rows per set, decoded once and cached in DIR/results.jsonl (+ results_direct.jsonl)."""
+    """Rows per set, decoded once and cached in DIR/results.jsonl (+ results_direct.jsonl); with
+    the cross-check off (it changes the decode: no beam for confirmed transcripts) in
+    DIR/results_single.jsonl (+ results_direct_single.jsonl)."""
+    suffix = "" if resolve_model_dir(settings.stt_cross_check_model) is not None else "_single"
     transcriber: WhisperTranscriber | None = None
     out: dict[Path, list[ClipRow]] = {}
     for d in dirs:
         rows: list[ClipRow] = []
-        jobs = [("results.jsonl", evaluate_set)]
+        jobs = [(f"results{suffix}.jsonl", evaluate_set)]
         if direct:
-            jobs.append(("results_direct.jsonl", evaluate_nonspeech_direct))
+            jobs.append((f"results_direct{suffix}.jsonl", evaluate_nonspeech_direct))
         for name, run in jobs:
             cache = d / name
             if cache.exists() and not redo:
@@ -377,14 +381,17 @@ def _load_rows(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``fit DIR...``: decode the sets (cached in DIR/results.jsonl), fit, write the calibration.
-    ``crossval DIR... --hold-out DIR``: leave-one-source-out figures for the held-out set."""
+    """``fit DIR...``: decode the sets with and without the cross-check (cached in DIR/results*.jsonl),
+    fit both calibrations, write them. ``crossval DIR... --hold-out DIR``: leave-one-source-out
+    figures for the held-out set."""
     ap = argparse.ArgumentParser(prog="python -m audio.eval_confidence")
     ap.add_argument("command", choices=["fit", "crossval"])
     ap.add_argument("dirs", nargs="+", type=Path)
     ap.add_argument("--out-dir", type=Path, default=CALIBRATION_PATH.parent)
     ap.add_argument(
-        "--without-cross-check", action="store_true", help="crossval: score as if the cross-check were off"
+        "--without-cross-check",
+        action="store_true",
+        help="crossval: decode and score as with hearing.stt_cross_check_model = 'off'",
     )
     ap.add_argument("--l2", type=float, default=1.0)
     ap.add_argument("--redo", action="store_true", help="decode again even if results.jsonl exists")
@@ -396,16 +403,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     dirs = list(args.dirs) + ([args.hold_out] if args.hold_out and args.hold_out not in args.dirs else [])
-    by_dir = _load_rows(dirs, args.redo, not args.no_direct, HearingSettings())
+    checked = HearingSettings()
+    single = replace(checked, stt_cross_check_model="off")
+    direct = not args.no_direct
     if args.command == "crossval":
         if args.hold_out is None:
             ap.error("crossval needs --hold-out DIR")
+        by_dir = _load_rows(dirs, args.redo, direct, single if args.without_cross_check else checked)
         train = [r for d, rows in by_dir.items() if d != args.hold_out for r in rows]
         result = cross_validate(train, by_dir[args.hold_out], args.l2, not args.without_cross_check)
         print(json.dumps(result, indent=2))
         return 0
-    rows = [r for d in dirs for r in by_dir[d]]
-    for cross, cal in fit_calibrations(rows, args.l2).items():
+    for cross, settings in ((True, checked), (False, single)):
+        by_dir = _load_rows(dirs, args.redo, direct, settings)
+        rows = [r for d in dirs for r in by_dir[d]]
+        cal = fit_calibration(rows, args.l2, cross)
         out = args.out_dir / (CALIBRATION_PATH if cross else SINGLE_CALIBRATION_PATH).name
         out.write_text(cal.to_json())
         used = sum(

