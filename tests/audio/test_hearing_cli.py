@@ -78,3 +78,37 @@ def test_eval_confidence_report(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 def test_eval_without_manifest(tmp_path: Path) -> None:
     assert run(["eval", "confidence", str(tmp_path)]) == 2
+
+
+def test_fit_writes_both_calibrations_from_both_decodes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from audio.confidence import CROSS_FEATURE_NAMES, FEATURE_NAMES
+    from audio.eval_confidence import main as eval_main
+
+    data = tmp_path / "set"
+    rows = ["relpath\ttranscript\tkind"]
+    for rel, text, kind in [
+        ("fsdd/4_jackson_1.wav", "four", "speech"),
+        ("fsdd/5_theo_2.wav", "five", "speech"),
+        ("fsdd/7_nicolas_2.wav", "seven", "speech"),
+        ("jfk/jfk.flac", JFK, "speech"),
+        ("nonspeech/processing.wav", "", "nonspeech"),
+    ]:
+        (data / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(HEARING_SPEECH_DIR / rel, data / rel)
+        rows.append(f"{rel}\t{text}\t{kind}")
+    (data / "manifest.tsv").write_text("\n".join(rows) + "\n")
+    out = tmp_path / "cal"
+    out.mkdir()
+    assert eval_main(["fit", str(data), "--out-dir", str(out)]) == 0
+    assert "wrote" in capsys.readouterr().out
+    with_check = json.loads((out / "confidence_calibration.json").read_text())
+    single = json.loads((out / "confidence_calibration_single.json").read_text())
+    assert tuple(with_check["names"]) == FEATURE_NAMES + CROSS_FEATURE_NAMES
+    assert tuple(single["names"]) == FEATURE_NAMES
+    checked = [json.loads(line) for line in (data / "results.jsonl").read_text().splitlines()]
+    plain = [json.loads(line) for line in (data / "results_single.jsonl").read_text().splitlines()]
+    assert all(r["features"]["cross_checked"] for r in checked if r["features"])
+    assert not any(r["features"].get("cross_checked") for r in plain if r["features"])
+    assert [r["text"] for r in checked] == [r["text"] for r in plain]  # the check never changes text
