@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from audio.cross_check import resolve_model_dir
 from audio.hearing_settings import HearingSettings
 from audio.stt import WhisperTranscriber
 from audio.stt_clip import load_clip, transcribe_clip
@@ -176,9 +177,17 @@ def _bench_stt(args: argparse.Namespace) -> int:
     print(
         f"{len(utts)} utterances, {min(durations):.1f}–{max(durations):.1f} s, threads={settings.stt_threads}"
     )
-    paths: dict[str, Callable[[FloatArray], str]] = {
-        f"short window (beam {settings.stt_beam_size})": lambda a: stt.transcribe(a).text
-    }
+    ours_label = f"short window (beam {settings.stt_beam_size})"
+    paths: dict[str, Callable[[FloatArray], str]] = {}
+    if resolve_model_dir(settings.stt_cross_check_model) is not None:
+        # The same decode without the second recogniser: what the cross-check costs.
+        plain = WhisperTranscriber(replace(settings, stt_cross_check_model="off"))
+        plain._model, plain._tokenizer = stt.model, stt._tokenizer  # share the loaded model
+        paths[ours_label + " + cross-check"] = lambda a: stt.transcribe(a).text
+        paths[ours_label + ", no cross-check"] = lambda a: plain.transcribe(a).text
+    else:
+        paths[ours_label] = lambda a: stt.transcribe(a).text
+    n_ours = len(paths)
     for beam in [int(b) for b in args.baseline_beams.split(",") if b.strip()]:
         base = WhisperTranscriber(replace(settings, stt_beam_size=beam))
         base._model, base._tokenizer = stt.model, stt._tokenizer  # share the loaded model
@@ -200,12 +209,12 @@ def _bench_stt(args: argparse.Namespace) -> int:
         med, p95 = statistics.median(times[name]), float(np.percentile(times[name], 95))
         wer = errors[name] / max(1, words)
         stats[name] = (med, p95, wer)
-        print(f"{name:36s} median {med * 1000:6.0f} ms   p95 {p95 * 1000:6.0f} ms   WER {wer * 100:5.1f} %")
-    ours_name = next(iter(paths))
-    ours = stats[ours_name]
-    for name, base_stats in list(stats.items())[1:]:
-        print(
-            f"  ours vs {name}: median {ours[0] / base_stats[0]:.2f}x, p95 {ours[1] / base_stats[1]:.2f}x, "
-            f"WER {(ours[2] - base_stats[2]) * 100:+.1f} points"
-        )
+        print(f"{name:45s} median {med * 1000:6.0f} ms   p95 {p95 * 1000:6.0f} ms   WER {wer * 100:5.1f} %")
+    named = list(stats.items())
+    for ours_name, ours in named[:n_ours]:
+        for name, base_stats in named[n_ours:]:
+            print(
+                f"  {ours_name} vs {name}: median {ours[0] / base_stats[0]:.2f}x, "
+                f"p95 {ours[1] / base_stats[1]:.2f}x, WER {(ours[2] - base_stats[2]) * 100:+.1f} points"
+            )
     return 0

@@ -112,3 +112,11 @@ def test_fit_writes_both_calibrations_from_both_decodes(
     assert all(r["features"]["cross_checked"] for r in checked if r["features"])
     assert not any(r["features"].get("cross_checked") for r in plain if r["features"])
     assert [r["text"] for r in checked] == [r["text"] for r in plain]  # the check never changes text
+
+
+def test_bench_stt_prints_both_paths_side_by_side(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["bench", "stt", "--limit", "2", "--baseline-beams", "1"]) == 0
+    out = capsys.readouterr().out
+    for label in ("+ cross-check", ", no cross-check", "faster-whisper transcribe() beam 1"):
+        assert f"{label}" in out and "median" in out
+    assert out.count(" vs faster-whisper transcribe() beam 1: median ") == 2
