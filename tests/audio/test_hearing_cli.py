@@ -24,6 +24,16 @@ def run(argv: list[str]) -> int:
     return int(args.func(args))
 
 
+def make_set(directory: Path, entries: list[tuple[str, str, str]]) -> None:
+    """A manifest set of clips copied from the shared speech data: (relpath, transcript, kind)."""
+    rows = ["relpath\ttranscript\tkind"]
+    for rel, text, kind in entries:
+        (directory / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(HEARING_SPEECH_DIR / rel, directory / rel)
+        rows.append(f"{rel}\t{text}\t{kind}")
+    (directory / "manifest.tsv").write_text("\n".join(rows) + "\n")
+
+
 def test_transcribe_json(capsys: pytest.CaptureFixture[str]) -> None:
     files = [HEARING_SPEECH_DIR / "jfk/jfk.flac", HEARING_SPEECH_DIR / "nonspeech/processing.wav"]
     assert run(["transcribe", "--json", *map(str, files)]) == 0
@@ -57,17 +67,15 @@ def test_transcribe_bad_file_is_reported(tmp_path: Path, capsys: pytest.CaptureF
 
 
 def test_eval_confidence_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rows = ["relpath\ttranscript\tkind"]
-    for rel, text, kind in [
-        ("fsdd/4_jackson_1.wav", "four", "speech"),
-        ("fsdd/7_nicolas_2.wav", "seven", "speech"),
-        ("jfk/jfk.flac", JFK, "speech"),
-        ("nonspeech/wake_word_triggered.flac", "", "nonspeech"),
-    ]:
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(HEARING_SPEECH_DIR / rel, tmp_path / rel)
-        rows.append(f"{rel}\t{text}\t{kind}")
-    (tmp_path / "manifest.tsv").write_text("\n".join(rows) + "\n")
+    make_set(
+        tmp_path,
+        [
+            ("fsdd/4_jackson_1.wav", "four", "speech"),
+            ("fsdd/7_nicolas_2.wav", "seven", "speech"),
+            ("jfk/jfk.flac", JFK, "speech"),
+            ("nonspeech/wake_word_triggered.flac", "", "nonspeech"),
+        ],
+    )
     assert run(["eval", "confidence", str(tmp_path), "--rows", str(tmp_path / "rows.jsonl")]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["clips"] == 4 and report["speech_clips"] == 3 and report["nonspeech_clips"] == 1
@@ -87,18 +95,16 @@ def test_fit_writes_both_calibrations_from_both_decodes(
     from audio.eval_confidence import main as eval_main
 
     data = tmp_path / "set"
-    rows = ["relpath\ttranscript\tkind"]
-    for rel, text, kind in [
-        ("fsdd/4_jackson_1.wav", "four", "speech"),
-        ("fsdd/5_theo_2.wav", "five", "speech"),
-        ("fsdd/7_nicolas_2.wav", "seven", "speech"),
-        ("jfk/jfk.flac", JFK, "speech"),
-        ("nonspeech/processing.wav", "", "nonspeech"),
-    ]:
-        (data / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(HEARING_SPEECH_DIR / rel, data / rel)
-        rows.append(f"{rel}\t{text}\t{kind}")
-    (data / "manifest.tsv").write_text("\n".join(rows) + "\n")
+    make_set(
+        data,
+        [
+            ("fsdd/4_jackson_1.wav", "four", "speech"),
+            ("fsdd/5_theo_2.wav", "five", "speech"),
+            ("fsdd/7_nicolas_2.wav", "seven", "speech"),
+            ("jfk/jfk.flac", JFK, "speech"),
+            ("nonspeech/processing.wav", "", "nonspeech"),
+        ],
+    )
     out = tmp_path / "cal"
     out.mkdir()
     assert eval_main(["fit", str(data), "--out-dir", str(out)]) == 0
