@@ -1,11 +1,11 @@
 """A second, independent recogniser (Moonshine tiny) whose transcript Whisper's is checked against.
 
-Whisper tiny.en's worst mistakes are the ones it is sure of: "Bye." for a faint "five", "Skirt" heard
-as "Scar", a word invented over a squeak. Its own probabilities cannot see them. Moonshine is a
+Whisper tiny.en's worst mistakes are the ones it is sure of: "Bye." for a faint "five", "V" for a
+spoken "Z", a word invented over a squeak. Its own probabilities cannot see them. Moonshine is a
 different model (other architecture, other training data, audio-length encoder without 30 s padding);
 where the two write the same words the transcript is very likely right, where they disagree it often
 is not. The agreement (``agreement()``) is three confidence features; the calibration learns how much
-to trust it (``docs/hearing.md``: +0.05 AUROC on every evaluation set).
+to trust it (``docs/hearing.md``: AUROC +0.02 to +0.06 on every evaluation set).
 
 The model (MIT, Useful Sensors) is the int8 ONNX export that ``@moonshine-ai/moonshine-js`` ships on
 the npm registry, with the tokenizer from ``useful-moonshine-onnx`` on PyPI: ``python -m
