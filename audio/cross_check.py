@@ -19,6 +19,7 @@ from __future__ import annotations
 import difflib
 import logging
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,8 +133,9 @@ class MoonshineRecogniser:
         self.transcribe(np.zeros(MIN_SAMPLES, dtype=np.float32))  # first run allocates; not mid-reply
         _LOGGER.info("cross-check model %s loaded in %.1f s", self.model_dir, time.monotonic() - t0)
 
-    def transcribe(self, samples: FloatArray) -> str:
-        """Greedy transcript of 16 kHz mono float32 ``samples`` (blocking)."""
+    def transcribe(self, samples: FloatArray, cancel: threading.Event | None = None) -> str:
+        """Greedy transcript of 16 kHz mono float32 ``samples`` (blocking); stops between decoder
+        steps once ``cancel`` is set (the caller no longer needs it) and then returns ""."""
         if self._decoder is None:
             raise RuntimeError("MoonshineRecogniser.load() has not been called")
         x = np.asarray(samples, dtype=np.float32).reshape(-1)
@@ -145,6 +147,8 @@ class MoonshineRecogniser:
         tokens: list[int] = []
         next_ids = [START_TOKEN]
         for step in range(int(len(x) / 16000 * TOKENS_PER_SECOND) + 4):
+            if cancel is not None and cancel.is_set():
+                return ""
             logits, *present = self._decoder.run(
                 None,
                 {

@@ -355,8 +355,8 @@ def _load_rows(
     dirs: list[Path], redo: bool, direct: bool, settings: HearingSettings
 ) -> dict[Path, list[ClipRow]]:
     """Rows per set, decoded once and cached in DIR/results.jsonl (+ results_direct.jsonl); with
-    the cross-check off (it changes the decode: no beam for confirmed transcripts) in
-    DIR/results_single.jsonl (+ results_direct_single.jsonl)."""
+    the cross-check off (same transcripts, no ``cross_*`` features) in DIR/results_single.jsonl
+    (+ results_direct_single.jsonl)."""
     suffix = "" if resolve_model_dir(settings.stt_cross_check_model) is not None else "_single"
     transcriber: WhisperTranscriber | None = None
     out: dict[Path, list[ClipRow]] = {}

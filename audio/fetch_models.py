@@ -40,7 +40,7 @@ WHEEL_REQUIREMENT = "useful-moonshine-onnx==20251121"
 WHEEL_SHA256 = "b4189b0d7dc8064d567fd0b5d5ce78634be290b0a3a3274ab80ad11c46d531a2"
 WHEEL_MEMBER = "moonshine_onnx/assets/tokenizer.json"
 STAMP = "fetched.txt"
-STAMP_TEXT = f"moonshine-js 0.1.29 {NPM_SHA512}\n{WHEEL_REQUIREMENT} {WHEEL_SHA256}\nfolded weights v1\n"
+STAMP_TEXT = f"moonshine-js 0.1.29 {NPM_SHA512}\n{WHEEL_REQUIREMENT} {WHEEL_SHA256}\nint8 output layer v2\n"
 """Written last; a directory whose stamp differs (older fetcher, other pins) is fetched again."""
 
 
@@ -73,19 +73,79 @@ def extract_npm(data: bytes, dest: Path) -> None:
             content = fh.read()
             if name == "decoder_model_merged.onnx":
                 try:
-                    content = fold_constant_weights(content)
+                    content = prepare_decoder(content)
                 except Exception as err:
                     raise FetchError(f"{member} is not a usable ONNX model: {err}") from err
             (dest / name).write_bytes(content)
+
+
+def prepare_decoder(model: bytes) -> bytes:
+    """The merged decoder as the runtime uses it: int8 output layer, constant weights folded."""
+    return fold_constant_weights(int8_output_layer(model))
+
+
+def int8_output_layer(model: bytes) -> bytes:
+    """The ONNX ``model`` with each MatMul of float weights dequantized from a per-tensor int8
+    constant run as one int8 ``DynamicQuantizeMatMul`` on the stored table.
+
+    The export quantizes every layer's weights, but its tied output layer (32768 x 288, the
+    costliest op of each decoder step) dequantizes the whole table to float and multiplies in float:
+    37 MB of weights read per token, which on a 2-core board slows the Whisper decode running beside
+    it. As int8 (the other layers' scheme: weights as stored, activations quantized per call) it reads
+    9 MB; the transcripts stay the same on 99 % of clips (docs/hearing.md).
+    """
+    import onnx
+    from onnx import helper, numpy_helper
+
+    proto = onnx.load_from_string(model)
+    const = {i.name: numpy_helper.to_array(i) for i in proto.graph.initializer}
+
+    def per_tensor(dq: onnx.NodeProto) -> bool:
+        params = [x for x in dq.input[1:] if x]
+        return all(x in const and const[x].size == 1 for x in params)
+
+    def rewrite(graph: onnx.GraphProto) -> None:
+        made = {out: node for node in graph.node for out in node.output}
+        readers: dict[str, int] = {}
+        for node in graph.node:
+            for a in node.attribute:
+                if a.type == onnx.AttributeProto.GRAPH:
+                    rewrite(a.g)
+            for x in node.input:
+                readers[x] = readers.get(x, 0) + 1
+        drop: set[str] = set()
+        for i, node in enumerate(graph.node):
+            dq = made.get(node.input[1]) if node.op_type == "MatMul" else None
+            if dq is None or dq.op_type != "DequantizeLinear" or not per_tensor(dq):
+                continue
+            graph.node[i].CopyFrom(
+                helper.make_node(
+                    "DynamicQuantizeMatMul",
+                    [node.input[0], *dq.input],
+                    list(node.output),
+                    name=f"{node.name}_int8",
+                    domain="com.microsoft",
+                )
+            )
+            if readers[dq.output[0]] == 1:
+                drop.add(dq.output[0])
+        keep = [n for n in graph.node if not (n.op_type == "DequantizeLinear" and n.output[0] in drop)]
+        del graph.node[:]
+        graph.node.extend(keep)
+
+    rewrite(proto.graph)
+    if not any(o.domain == "com.microsoft" for o in proto.opset_import):
+        proto.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    return bytes(proto.SerializeToString())
 
 
 def fold_constant_weights(model: bytes) -> bytes:
     """The ONNX ``model`` with weight-only Transpose / DequantizeLinear chains precomputed.
 
     The int8 export shares its embedding with the output layer and, on every decoder step,
-    transposes and dequantizes the whole 32768 x 288 table before the logits (onnxruntime does not
-    constant-fold DequantizeLinear). Storing the float result instead gives the same numbers and
-    makes each token ~1 ms cheaper (decoder file 20 → 58 MB).
+    transposes the whole 32768 x 288 table (and, unless ``int8_output_layer`` ran first,
+    dequantizes it: onnxruntime does not constant-fold DequantizeLinear) before the logits. Storing
+    the result instead gives the same numbers and makes each token cheaper.
     """
     import numpy as np
     import onnx

@@ -93,8 +93,10 @@ class HearingSettings:
     stt_compute_type: str = "int8"
     """CTranslate2 compute type, e.g. int8, int8_float32, float32 (default "int8")."""
 
-    stt_threads: int = 2
-    """CPU threads for Whisper (default 2)."""
+    stt_threads: int = 1
+    """CPU threads for Whisper (default 1). The short-window decode is many small steps: on a 2-core
+    machine one thread was faster than two (same transcripts; ``robot-face bench stt --threads``),
+    and it leaves the other core to the cross-check recogniser running beside it."""
 
     stt_beam_size: int = 5
     """Width of the second-opinion beam search run after the greedy pass for short or shaky

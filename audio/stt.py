@@ -5,13 +5,16 @@ audio. ``WhisperTranscriber`` computes the log-mel over the utterance plus a sil
 that shorter window with ``WhisperModel.model`` directly and decodes greedily with timestamps. Short
 windows sometimes make Whisper loop ("3 3 3 3"); such decodes are redone on the full 30 s window.
 Short or shaky transcripts then get a second opinion: a beam search without timestamps over the same
-encoder output, whose N best may replace the greedy text and feed the confidence.
+encoder output, whose N best may replace the greedy text and feed the confidence. It starts as
+soon as the encoder is done, on a second CTranslate2 worker beside the greedy pass (results are the
+same as run after it; where it turns out not to be needed it finishes unused).
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -91,6 +94,14 @@ class _Decode:
     encoder_output: Any = None
 
 
+@dataclass(frozen=True, slots=True)
+class _EarlyBeam:
+    """A beam search started over ``encoder_output`` before the greedy pass said it is needed."""
+
+    encoder_output: Any
+    hypotheses: Future[list[Hypothesis]]
+
+
 class Transcriber(Protocol):
     """What the Listener needs from a speech-to-text engine."""
 
@@ -144,6 +155,8 @@ class WhisperTranscriber:
         self._tokenizer: Any = None
         self._voice_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="voice-prob")
         """Silero and the cross-check recogniser run beside the Whisper decode, on one thread."""
+        self._beam_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stt-beam")
+        """The second-opinion beam search, started beside the greedy pass."""
         cross_dir = resolve_model_dir(settings.stt_cross_check_model)
         self._cross = MoonshineRecogniser(cross_dir) if cross_dir is not None else None
 
@@ -167,8 +180,9 @@ class WhisperTranscriber:
         name = s.stt_model or packaged_model_path()
         t0 = time.monotonic()
         try:
+            # Two workers (shared weights): the greedy pass and the beam search run at the same time.
             self._model = WhisperModel(
-                name, device="cpu", compute_type=s.stt_compute_type, cpu_threads=s.stt_threads
+                name, device="cpu", compute_type=s.stt_compute_type, cpu_threads=s.stt_threads, num_workers=2
             )
         except Exception as err:
             raise RuntimeError(f"cannot load Whisper model {name!r}: {err}") from err
@@ -220,15 +234,18 @@ class WhisperTranscriber:
         wanted += wanted % 2
         return min(FULL_WINDOW_FRAMES, wanted)
 
-    def _greedy(self, samples: FloatArray, frames: int) -> _Decode:
-        """One encoder pass and a greedy decode with timestamps (they keep short windows from
-        repeating), with each chosen token's probability."""
+    def _encode(self, samples: FloatArray, frames: int) -> Any:
+        """The encoder output for ``samples`` in a window of ``frames`` mel frames."""
         from faster_whisper.transcribe import get_ctranslate2_storage
 
+        mel = self._mel(samples, frames)
+        return self.model.model.encode(get_ctranslate2_storage(mel[None]), to_cpu=False)
+
+    def _greedy(self, samples: FloatArray, enc: Any) -> _Decode:
+        """A greedy decode with timestamps (they keep short windows from repeating) over the encoder
+        output ``enc``, with each chosen token's probability."""
         m = self.model
         tok = self._tokenizer
-        mel = self._mel(samples, frames)
-        enc = m.model.encode(get_ctranslate2_storage(mel[None]), to_cpu=False)
         prompt = list(tok.sot_sequence)
         budget = _token_budget(len(samples))
         res = m.model.generate(
@@ -355,16 +372,28 @@ class WhisperTranscriber:
                 words[-1] *= p
         return words
 
-    def _second_opinion(self, d: _Decode, n_samples: int) -> tuple[_Decode, NBest, bool]:
-        """For short or shaky transcripts: the beam's N best over the same encoder output. Its best
-        hypothesis that does not loop replaces the greedy one when it holds more of the N-best mass
-        (beam search is more accurate); the others say how much to trust the transcript. Returns
-        (decode, N-best stats, whether the text changed)."""
+    def _start_beam(self, enc: Any, n_samples: int) -> _EarlyBeam | None:
+        """The beam search over ``enc``, started now on its own worker (None when it is off)."""
+        if self.settings.stt_beam_size <= 1:
+            return None
+        return _EarlyBeam(enc, self._beam_pool.submit(self._beam, enc, n_samples))
+
+    def _second_opinion(
+        self, d: _Decode, n_samples: int, early: _EarlyBeam | None = None
+    ) -> tuple[_Decode, NBest, bool]:
+        """For short or shaky transcripts: the beam's N best over the same encoder output (``early``
+        when it was started on that output). Its best hypothesis that does not loop replaces the
+        greedy one when it holds more of the N-best mass (beam search is more accurate); the others
+        say how much to trust the transcript. Returns (decode, N-best stats, whether the text
+        changed)."""
         shaky = bool(d.token_probs) and min(d.token_probs) < SECOND_OPINION_TOKEN_PROB
         short = len(normalise_text(d.text).split()) <= SECOND_OPINION_MAX_WORDS
         if self.settings.stt_beam_size <= 1 or not (short or shaky):
             return d, NBest(1.0, 1.0), False
-        hyps = self._beam(d.encoder_output, n_samples)
+        if early is not None and early.encoder_output is d.encoder_output:
+            hyps = early.hypotheses.result()
+        else:  # the greedy pass was redone on the full window: a beam over that one
+            hyps = self._beam(d.encoder_output, n_samples)
         best = next((h for h in hyps if not h.looped and normalise_text(h.text)), None)
         if best is None or not beam_wins(best.text, d.text, hyps):
             return d, nbest_stats(d.text, hyps), False
@@ -395,18 +424,21 @@ class WhisperTranscriber:
             decode_ms = round((time.monotonic() - t0) * 1000)
             return Transcription("", 0.0, self.language, audio_ms, decode_ms, None)
         voice = self._voice_pool.submit(voice_probability, samples)
-        other = self._voice_pool.submit(self._cross.transcribe, samples) if self._cross else None
+        not_needed = threading.Event()
+        other = self._voice_pool.submit(self._cross.transcribe, samples, not_needed) if self._cross else None
         frames = self._window_frames(len(samples))
-        d = self._greedy(samples, frames)
+        enc = self._encode(samples, frames)
+        early = self._start_beam(enc, len(samples))
+        d = self._greedy(samples, enc)
         fallbacks = int(d.repeated)
         if frames < FULL_WINDOW_FRAMES and (not normalise_text(d.text) or d.looped):
             # Short windows sometimes give up ("<|0.00|>" then end) on very short words, or still
             # loop after repeated segments were dropped: redo on the full 30 s window.
             fallbacks += 1
-            d = self._greedy(samples, FULL_WINDOW_FRAMES)
+            d = self._greedy(samples, self._encode(samples, FULL_WINDOW_FRAMES))
         elif frames < FULL_WINDOW_FRAMES and has_repeated_word(d.text) and len(d.tokens) <= 6:
             # "9 9", "0 0" for one spoken digit: a short-window slip the full window rarely makes.
-            full = self._greedy(samples, FULL_WINDOW_FRAMES)
+            full = self._greedy(samples, self._encode(samples, FULL_WINDOW_FRAMES))
             fallbacks += 1
             if normalise_text(full.text) and not full.looped:
                 d = full
@@ -414,7 +446,7 @@ class WhisperTranscriber:
         confidence = 0.0
         text = ""
         if normalise_text(d.text):
-            d, nbest, changed = self._second_opinion(d, len(samples))
+            d, nbest, changed = self._second_opinion(d, len(samples), early)
             text = d.text
             words = self._word_probs(d.tokens, d.token_probs, d.avg_logprob) or [0.0]
             normalised = normalise_text(text)
@@ -453,6 +485,8 @@ class WhisperTranscriber:
                     cross_char_similarity=agree.char_similarity,
                 )
             confidence = score(features)
+        else:
+            not_needed.set()  # nothing heard: the cross-check's decode stops where it is
         decode_ms = round((time.monotonic() - t0) * 1000)
         return Transcription(text, confidence, self.language, audio_ms, decode_ms, features)
 

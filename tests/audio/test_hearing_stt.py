@@ -170,3 +170,18 @@ def test_beam_second_opinion_replaces_a_shaky_greedy_transcript(
     res = hearing_transcriber.transcribe(clip, speech_ratio=0.8)
     assert res.features is not None and res.features.changed_by_beam, res
     assert word_errors("What time is it?", res.text) <= 1, res
+
+
+def test_the_early_beam_gives_what_a_beam_after_the_greedy_pass_gives(
+    hearing_transcriber: WhisperTranscriber, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The beam starts beside the greedy pass on its own worker; the result must not depend on it.
+    clips = [load_clip(p) for p in sorted((HEARING_SPEECH_DIR / "fsdd").glob("*.wav"))[:6]]
+    clips.append(load_clip(HEARING_SPEECH_DIR / "jfk/jfk.flac")[: 16000 * 4])
+    early = [hearing_transcriber.transcribe(c) for c in clips]
+    monkeypatch.setattr(hearing_transcriber, "_start_beam", lambda enc, n: None)
+    after = [hearing_transcriber.transcribe(c) for c in clips]
+    assert [(r.text, r.confidence, r.features) for r in early] == [
+        (r.text, r.confidence, r.features) for r in after
+    ]
+    assert sum(r.features is not None and r.features.nbest_posterior < 1.0 for r in early) >= 3
