@@ -39,9 +39,9 @@ from audio.transcript_checks import (
     NBest,
     beam_wins,
     compression_ratio,
+    keep_segments,
     looks_looped,
     nbest_stats,
-    repeat_period,
     unlooped,
 )
 from audio.voice_prob import CHUNK, voice_probability
@@ -262,7 +262,8 @@ class WhisperTranscriber:
         )[0]
         ids: list[int] = list(res.sequences_ids[0])
         stats = step_stats(res.logits[0], ids) if res.logits else StepStats([], [], [])
-        tokens, kept, repeated = self._keep_segments(ids, stats, len(samples) / SAMPLE_RATE)
+        audio_s = len(samples) / SAMPLE_RATE
+        tokens, kept, repeated = keep_segments(ids, stats, audio_s, tok.timestamp_begin, tok.eot)
         text = tok.decode(tokens).strip()
         n = len(ids)
         return _Decode(
@@ -313,52 +314,6 @@ class WhisperTranscriber:
             encoder_output, list(self._tokenizer.sot_sequence), [tokens], [max(1, n_samples // 160)]
         )
         return [float(p) for p in res[0].text_token_probs]
-
-    def _keep_segments(
-        self, ids: list[int], stats: StepStats, audio_s: float
-    ) -> tuple[list[int], StepStats, bool]:
-        """Text tokens (and their step stats) of the segments that start inside the audio, without
-        repeated segments."""
-        ts_begin = self._tokenizer.timestamp_begin
-        eot = self._tokenizer.eot
-        segments: list[tuple[float, list[int], list[int]]] = []  # start, tokens, step indices
-        start = 0.0
-        cur: list[int] = []
-        cur_i: list[int] = []
-        for i, t in enumerate(ids):
-            if t >= ts_begin:
-                if cur:
-                    segments.append((start, cur, cur_i))
-                    cur, cur_i = [], []
-                start = (t - ts_begin) * 0.02
-            elif t < eot:
-                cur.append(t)
-                cur_i.append(i)
-        if cur:
-            segments.append((start, cur, cur_i))
-        tokens: list[int] = []
-        steps: list[int] = []
-        repeated = False
-        last: list[int] | None = None
-        for seg_start, seg, seg_i in segments:
-            if seg_start > 0 and seg_start >= audio_s - 0.1:
-                repeated = True  # text placed after the audio ended: invented
-                continue
-            if seg == last:
-                repeated = True
-                continue
-            tokens += seg
-            steps += seg_i
-            last = seg
-        cut = repeat_period(tokens)
-        if cut:
-            tokens, steps, repeated = tokens[:cut], steps[:cut], True
-
-        def pick(values: list[float], default: float) -> list[float]:
-            return [values[i] if i < len(values) else default for i in steps]
-
-        kept = StepStats(pick(stats.probs, 1.0), pick(stats.margins, 20.0), pick(stats.entropies, 0.0))
-        return tokens, kept, repeated
 
     def _word_probs(self, tokens: list[int], probs: list[float], avg_logprob: float) -> list[float]:
         if not probs:

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from audio.confidence import has_repeated_word, normalise_text
+from audio.confidence_signals import StepStats
 from audio.wer import normalise_for_wer, word_edit_distance
 
 COMPRESSION_LIMIT = 2.4
@@ -116,3 +117,50 @@ def repeats(items: list[Any], times: int) -> bool:
             if run >= times:
                 return True
     return False
+
+
+def keep_segments(
+    ids: list[int], stats: StepStats, audio_s: float, ts_begin: int, eot: int
+) -> tuple[list[int], StepStats, bool]:
+    """Text tokens (and their step stats) of a timestamped decode ``ids``: the segments that start
+    inside the ``audio_s`` seconds of audio, without repeated segments or a repeated tail. Returns
+    (tokens, their stats, whether anything was dropped); ``ts_begin`` and ``eot`` are the
+    tokenizer's first timestamp id and end-of-text id."""
+    segments: list[tuple[float, list[int], list[int]]] = []  # start, tokens, step indices
+    start = 0.0
+    cur: list[int] = []
+    cur_i: list[int] = []
+    for i, t in enumerate(ids):
+        if t >= ts_begin:
+            if cur:
+                segments.append((start, cur, cur_i))
+                cur, cur_i = [], []
+            start = (t - ts_begin) * 0.02
+        elif t < eot:
+            cur.append(t)
+            cur_i.append(i)
+    if cur:
+        segments.append((start, cur, cur_i))
+    tokens: list[int] = []
+    steps: list[int] = []
+    repeated = False
+    last: list[int] | None = None
+    for seg_start, seg, seg_i in segments:
+        if seg_start > 0 and seg_start >= audio_s - 0.1:
+            repeated = True  # text placed after the audio ended: invented
+            continue
+        if seg == last:
+            repeated = True
+            continue
+        tokens += seg
+        steps += seg_i
+        last = seg
+    cut = repeat_period(tokens)
+    if cut:
+        tokens, steps, repeated = tokens[:cut], steps[:cut], True
+
+    def pick(values: list[float], default: float) -> list[float]:
+        return [values[i] if i < len(values) else default for i in steps]
+
+    kept = StepStats(pick(stats.probs, 1.0), pick(stats.margins, 20.0), pick(stats.entropies, 0.0))
+    return tokens, kept, repeated

@@ -139,6 +139,30 @@ def test_nbest_helpers() -> None:
     assert word_agreement("", "") == 1.0 and word_agreement("", "hi") == 0.0
 
 
+def test_keep_segments_drops_invented_and_repeated_text() -> None:
+    from audio.confidence_signals import StepStats
+    from audio.transcript_checks import keep_segments
+
+    ts, eot = 1000, 999  # timestamp ids start at 1000 (0.02 s each); 999 ends the text
+
+    def stats(n: int) -> StepStats:
+        return StepStats([0.1 * (i + 1) for i in range(n)], [float(i) for i in range(n)], [0.0] * n)
+
+    # <0.00> 5 6 <0.50> <0.50> 7 <1.00> eot over 2 s of audio: all kept, stats follow the tokens
+    ids = [ts, 5, 6, ts + 25, ts + 25, 7, ts + 50, eot]
+    tokens, kept, dropped = keep_segments(ids, stats(len(ids)), 2.0, ts, eot)
+    assert tokens == [5, 6, 7] and not dropped
+    assert kept.probs == pytest.approx([0.2, 0.3, 0.6]) and kept.margins == [1.0, 2.0, 5.0]
+    # the same segment again, and a segment placed after the 1.2 s of audio ended: dropped
+    ids = [ts, 5, 6, ts + 25, ts + 25, 5, 6, ts + 50, ts + 60, 8, ts + 70, eot]
+    tokens, _, dropped = keep_segments(ids, stats(len(ids)), 1.2, ts, eot)
+    assert tokens == [5, 6] and dropped
+    # a repeated tail inside one segment is cut to one copy
+    ids = [ts, 3, 4, 3, 4, 3, 4, 3, 4, ts + 50, eot]
+    tokens, kept, dropped = keep_segments(ids, stats(len(ids)), 2.0, ts, eot)
+    assert tokens == [3, 4] and dropped and len(kept.probs) == 2
+
+
 def test_metrics() -> None:
     assert auroc([0.9, 0.8, 0.1], [True, True, False]) == 1.0
     assert auroc([0.1, 0.9], [True, False]) == 0.0
