@@ -79,6 +79,20 @@ def extract_npm(data: bytes, dest: Path) -> None:
             (dest / name).write_bytes(content)
 
 
+def _read_names(graph: Any, acc: set[str] | None = None) -> set[str]:
+    """Every value name ``graph`` (an ``onnx.GraphProto``) or its subgraphs read, or output."""
+    import onnx
+
+    acc = set() if acc is None else acc
+    for node in graph.node:
+        acc.update(node.input)
+        for a in node.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                _read_names(a.g, acc)
+    acc.update(o.name for o in graph.output)
+    return acc
+
+
 def prepare_decoder(model: bytes) -> bytes:
     """The merged decoder as the runtime uses it: int8 output layer, constant weights folded."""
     return fold_constant_weights(int8_output_layer(model))
@@ -100,24 +114,28 @@ def int8_output_layer(model: bytes) -> bytes:
     proto = onnx.load_from_string(model)
     const = {i.name: numpy_helper.to_array(i) for i in proto.graph.initializer}
 
-    def per_tensor(dq: onnx.NodeProto) -> bool:
+    def weights(dq: onnx.NodeProto, made: dict[str, onnx.NodeProto]) -> bool:
+        """A per-tensor DequantizeLinear of a constant (or of a Transpose of one)."""
         params = [x for x in dq.input[1:] if x]
-        return all(x in const and const[x].size == 1 for x in params)
+        if not all(x in const and const[x].size == 1 for x in params):
+            return False
+        src = made.get(dq.input[0])
+        return dq.input[0] in const or (
+            src is not None and src.op_type == "Transpose" and src.input[0] in const
+        )
 
     def rewrite(graph: onnx.GraphProto) -> None:
-        made = {out: node for node in graph.node for out in node.output}
-        readers: dict[str, int] = {}
         for node in graph.node:
             for a in node.attribute:
                 if a.type == onnx.AttributeProto.GRAPH:
                     rewrite(a.g)
-            for x in node.input:
-                readers[x] = readers.get(x, 0) + 1
-        drop: set[str] = set()
+        made = {out: node for node in graph.node for out in node.output}
+        rewritten: set[str] = set()
         for i, node in enumerate(graph.node):
             dq = made.get(node.input[1]) if node.op_type == "MatMul" else None
-            if dq is None or dq.op_type != "DequantizeLinear" or not per_tensor(dq):
+            if dq is None or dq.op_type != "DequantizeLinear" or not weights(dq, made):
                 continue
+            rewritten.add(dq.output[0])
             graph.node[i].CopyFrom(
                 helper.make_node(
                     "DynamicQuantizeMatMul",
@@ -127,9 +145,8 @@ def int8_output_layer(model: bytes) -> bytes:
                     domain="com.microsoft",
                 )
             )
-            if readers[dq.output[0]] == 1:
-                drop.add(dq.output[0])
-        keep = [n for n in graph.node if not (n.op_type == "DequantizeLinear" and n.output[0] in drop)]
+        still_read = _read_names(graph)
+        keep = [n for n in graph.node if not (n.output[0] in rewritten and n.output[0] not in still_read)]
         del graph.node[:]
         graph.node.extend(keep)
 
@@ -188,17 +205,8 @@ def fold_constant_weights(model: bytes) -> bytes:
         del graph.node[:]
         graph.node.extend(keep)
 
-    def used_names(graph: onnx.GraphProto, acc: set[str]) -> set[str]:
-        for node in graph.node:
-            acc.update(node.input)
-            for a in node.attribute:
-                if a.type == onnx.AttributeProto.GRAPH:
-                    used_names(a.g, acc)
-        acc.update(o.name for o in graph.output)
-        return acc
-
     fold(proto.graph)
-    used = used_names(proto.graph, set())
+    used = _read_names(proto.graph)
     kept = [i for i in proto.graph.initializer if i.name in used]
     del proto.graph.initializer[:]
     proto.graph.initializer.extend(kept)
