@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
 import pytest
@@ -24,6 +25,8 @@ from audio.stt import WhisperTranscriber
 from audio.wav import FloatArray, encode_wav
 
 SPEED = 4.0  # the simulated microphone runs 4x real time to keep the suite short
+
+E = TypeVar("E")
 
 
 class Recorder:
@@ -48,7 +51,7 @@ class Recorder:
 
         return await asyncio.wait_for(waiter(), timeout)
 
-    def of(self, kind: type) -> list[AudioEvent]:
+    def of(self, kind: type[E]) -> list[E]:
         return [e for e in self.events if isinstance(e, kind)]
 
 
@@ -108,7 +111,7 @@ async def test_two_utterances_are_closed_in_order(
         mine = [e for e in rec.events if getattr(e, "utterance", None) == uid]
         assert isinstance(mine[0], SpeechStarted)
         assert sum(closes(e) for e in mine) == 1 and closes(mine[-1])
-    texts = [e.text.lower() for e in rec.of(Transcribed)]  # type: ignore[attr-defined]
+    texts = [e.text.lower() for e in rec.of(Transcribed)]
     assert "yes" in texts[0] and "time" in texts[1]
 
 

@@ -13,7 +13,7 @@ def _piece(say: str, reply: int, n: int, value: float = 0.5) -> QueuedPiece:
     return QueuedPiece(say, reply, np.full(n, value, np.float32), 0, 1, ())
 
 
-def _render(q: PlaybackQueue, n: int = 100) -> tuple[np.ndarray, list]:  # type: ignore[type-arg]
+def _render(q: PlaybackQueue, n: int = 100) -> tuple[np.ndarray, list]:
     out = np.zeros(n, np.float32)
     marks = q.render(out)
     return out, marks

@@ -103,8 +103,8 @@ async def test_events_in_order_with_real_timing_and_covering_offsets(speaking_vo
         assert -0.005 < arrived - e.ts < 0.2
     for p in pieces:  # lip-sync timeline: monotonic, contiguous, spans the piece's audio
         assert p.visemes[0].start == 0.0 and abs(p.visemes[-1].end - p.duration) < 0.02
-        for a, b in zip(p.visemes, p.visemes[1:], strict=False):
-            assert a.start < a.end == b.start
+        for cue, after in zip(p.visemes, p.visemes[1:], strict=False):
+            assert cue.start < cue.end == after.start
         assert {"mbp", "aa", "ee", "oo"} & {c.viseme for c in p.visemes}
     assert not speaker.busy
 
@@ -121,7 +121,11 @@ async def test_replies_play_in_order_and_empty_reply_only_finishes(speaking_voic
         await rec.finished("e")
     finally:
         await speaker.aclose()
-    order = [(type(e).__name__, e.say) for _, e in rec.events if not isinstance(e, SentencePlaying)]
+    order = [
+        (type(e).__name__, getattr(e, "say", None))
+        for _, e in rec.events
+        if not isinstance(e, SentencePlaying)
+    ]
     assert order == [
         ("PlaybackStarted", "a"),
         ("PlaybackFinished", "a"),

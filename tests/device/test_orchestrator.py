@@ -321,7 +321,7 @@ def test_falling_asleep_interrupts_open_utterances_and_later_speech() -> None:
     run.say("r2", "Said after the sleep.")
     acts = run.play("r1")
     failed = [f for t, f in run.published(acts) if t == "utterance_failed"]
-    assert sorted(f["utterance"] for f in failed) == ["u1", "u2"]
+    assert sorted(str(f["utterance"]) for f in failed) == ["u1", "u2"]
     assert all(f["reason"] == "interrupted" for f in failed)
     assert StopSpeaking() in acts and run.state.phase is Phase.ASLEEP
     acts = run.feed(Transcribed("u1", "late", 0.9, "en", 500, 100, 9.0), PlaybackFinished("r2", True, 9.0))

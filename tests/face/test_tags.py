@@ -45,7 +45,8 @@ def test_any_chunking_gives_the_same_text_and_marks(cuts: list[int]) -> None:
     whole = parse_chunk(text, vocabulary=vocab)
     points = sorted({min(c, len(text)) for c in cuts})
     pieces = [text[a:b] for a, b in zip([0, *points], [*points, len(text)], strict=True)]
-    out, marks, pending, offset = "", [], "", 0
+    out, pending, offset = "", "", 0
+    marks: list[Mark] = []
     for i, piece in enumerate(pieces):
         parsed = parse_chunk(
             piece, pending=pending, offset=offset, final=i == len(pieces) - 1, vocabulary=vocab

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from audio.capture import SimulatedMicrophone
 from device.config import Config, load_config
 from device.runtime import Runtime
 
@@ -57,3 +58,9 @@ class RunningDaemon:
         if self._task is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._task, 30)
+
+
+def sim_mic(rt: Runtime) -> SimulatedMicrophone:
+    """The running daemon's simulated microphone (the in-process runs configure one)."""
+    assert isinstance(rt.source, SimulatedMicrophone), rt.source
+    return rt.source

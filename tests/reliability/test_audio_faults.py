@@ -18,7 +18,7 @@ from device.config import Config
 from device.state import Phase
 from tests.audio.speaking_fakes import FakeSoundDevice
 from tests.broker import Mosquitto
-from tests.reliability.inprocess import RunningDaemon, sim_config
+from tests.reliability.inprocess import RunningDaemon, sim_config, sim_mic
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -88,13 +88,13 @@ async def test_microphone_unplugged_and_replugged(
         await harness.sim_audio(speech_wav)
         started = await harness.wait_for("speech_started", timeout=15)
         with caplog.at_level(logging.INFO):
-            rt.source.unplug()  # type: ignore[attr-defined]
+            sim_mic(rt).unplug()
             failed = await harness.wait_for("utterance_failed", timeout=10, utterance=started.utterance)
             assert failed.reason == "interrupted"
             await asyncio.sleep(1.5)  # several reopen attempts while it is missing
             assert "input" in rt.state.faults
             assert "Audio input device problem" in caplog.text
-            rt.source.replug()  # type: ignore[attr-defined]
+            sim_mic(rt).replug()
             for _ in range(100):
                 if "input" not in rt.state.faults:
                     break

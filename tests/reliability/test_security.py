@@ -21,7 +21,7 @@ from agent_link.reliability import FaultRunner, ReliabilityReport
 from agent_link.reliability_daemon import DaemonProcess
 from tests.broker import Mosquitto
 from tests.reliability.fleet_profile import FleetBroker, start_fleet_broker
-from tests.reliability.inprocess import RunningDaemon, sim_config
+from tests.reliability.inprocess import RunningDaemon, sim_config, sim_mic
 
 pytestmark = pytest.mark.timeout(180)
 ROOT = Path(__file__).resolve().parents[2]
@@ -175,10 +175,10 @@ async def test_microphone_closed_while_asleep_and_reply_text_bounded(
     config = sim_config(mosquitto.url, "rel-mic-sleep", tmp_path / "state")
     async with AgentHarness(mosquitto.url, device_id="rel-mic-sleep") as harness, RunningDaemon(config) as rt:
         await harness.set_agent_online(True)
-        assert not rt.source.is_open and not rt.listener.is_open  # type: ignore[attr-defined]
+        assert not sim_mic(rt).is_open and not rt.listener.is_open
         await harness.sim_tap()
         await harness.wait_for("wake", timeout=15)
-        assert rt.source.is_open  # type: ignore[attr-defined]
+        assert sim_mic(rt).is_open
         too_long = "too-long"
         text = "a" * (MAX_SAY_TEXT_CHARS + 1)
         await harness.send_raw({"v": 1, "type": "say", "id": too_long, "say": too_long, "text": text})
@@ -186,7 +186,7 @@ async def test_microphone_closed_while_asleep_and_reply_text_bounded(
         assert rejected.reason == "invalid" and str(MAX_SAY_TEXT_CHARS) in rejected.detail
         await harness.sleep()
         await harness.wait_for("asleep", timeout=10)
-        assert not rt.source.is_open and not rt.listener.is_open  # type: ignore[attr-defined]
+        assert not sim_mic(rt).is_open and not rt.listener.is_open
         harness.mark()
         await harness.sim_audio(speech_wav)
         await asyncio.sleep(4.0)
