@@ -354,9 +354,10 @@ def rescore(r: ClipRow, cals: dict[bool, Calibration]) -> ClipRow:
 def _load_rows(
     dirs: list[Path], redo: bool, direct: bool, settings: HearingSettings
 ) -> dict[Path, list[ClipRow]]:
-    """Rows per set, decoded once and cached in DIR/results.jsonl (+ results_direct.jsonl); with
-    the cross-check off (same transcripts, no ``cross_*`` features) in DIR/results_single.jsonl
-    (+ results_direct_single.jsonl)."""
+    """Rows per set, decoded once and cached in DIR/results.jsonl (+ results_direct.jsonl); when
+    the cross-check model is missing or "off", in DIR/results_single.jsonl (+
+    results_direct_single.jsonl), so a cache without ``cross_*`` features is never taken for one
+    with them."""
     suffix = "" if resolve_model_dir(settings.stt_cross_check_model) is not None else "_single"
     transcriber: WhisperTranscriber | None = None
     out: dict[Path, list[ClipRow]] = {}
@@ -381,9 +382,14 @@ def _load_rows(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``fit DIR...``: decode the sets with and without the cross-check (cached in DIR/results*.jsonl),
-    fit both calibrations, write them. ``crossval DIR... --hold-out DIR``: leave-one-source-out
-    figures for the held-out set."""
+    """``fit DIR...``: decode the sets once (cached in DIR/results*.jsonl), fit both calibrations on
+    that decode, write them. ``crossval DIR... --hold-out DIR``: leave-one-source-out figures for
+    the held-out set.
+
+    One decode serves both calibrations: the cross-check never changes Whisper's transcript or its
+    features (tested), so the calibration without it is fitted on the same rows with the
+    ``cross_*`` features left out, exactly what a device with the check "off" computes.
+    """
     ap = argparse.ArgumentParser(prog="python -m audio.eval_confidence")
     ap.add_argument("command", choices=["fit", "crossval"])
     ap.add_argument("dirs", nargs="+", type=Path)
@@ -391,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--without-cross-check",
         action="store_true",
-        help="crossval: decode and score as with hearing.stt_cross_check_model = 'off'",
+        help="crossval: score as with hearing.stt_cross_check_model = 'off' (same decode, no cross_* features)",
     )
     ap.add_argument("--l2", type=float, default=1.0)
     ap.add_argument("--redo", action="store_true", help="decode again even if results.jsonl exists")
@@ -403,31 +409,27 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     dirs = list(args.dirs) + ([args.hold_out] if args.hold_out and args.hold_out not in args.dirs else [])
-    checked = HearingSettings()
-    single = replace(checked, stt_cross_check_model="off")
-    direct = not args.no_direct
+    by_dir = _load_rows(dirs, args.redo, not args.no_direct, HearingSettings())
     if args.command == "crossval":
         if args.hold_out is None:
             ap.error("crossval needs --hold-out DIR")
-        by_dir = _load_rows(dirs, args.redo, direct, single if args.without_cross_check else checked)
         train = [r for d, rows in by_dir.items() if d != args.hold_out for r in rows]
         result = cross_validate(train, by_dir[args.hold_out], args.l2, not args.without_cross_check)
         print(json.dumps(result, indent=2))
         return 0
-    for cross, settings in ((True, checked), (False, single)):
-        by_dir = _load_rows(dirs, args.redo, direct, settings)
-        rows = [r for d in dirs for r in by_dir[d]]
-        cal = fit_calibration(rows, args.l2, cross)
+    rows = [r for d in dirs for r in by_dir[d]]
+    for cross in (True, False):
         out = args.out_dir / (CALIBRATION_PATH if cross else SINGLE_CALIBRATION_PATH).name
+        used = sum(r.features is not None and (not cross or bool(r.features.get("cross_checked"))) for r in rows)
+        if not used:
+            print(f"no transcripts with cross-check features (model missing or off): kept {out}")
+            continue
+        cal = fit_calibration(rows, args.l2, cross)
         out.write_text(cal.to_json())
-        used = sum(
-            r.features is not None and (not cross or bool(r.features.get("cross_checked"))) for r in rows
-        )
         print(f"fitted on {used} transcripts; wrote {out}")
         for name, c in zip(cal.names, cal.coef, strict=True):
             print(f"  {name:26s} {c:+.3f}")
     return 0
-
 
 if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO)

@@ -80,6 +80,11 @@ def test_transcripts_carry_the_cross_check_and_off_turns_it_off(
     plain = off.transcribe(audio)
     assert plain.text == checked.text and plain.features is not None
     assert not plain.features.cross_checked and plain.confidence >= 0.4
+    # Everything but the cross_* features is the same decode (the "off" calibration is fitted on
+    # the checked decode with those left out: audio.eval_confidence fit).
+    cross = {"cross_checked", *(f"cross_{k}" for k in ("word_disagreement", "exact", "char_similarity"))}
+    mine = {k: v for k, v in checked.features.as_dict().items() if k not in cross}
+    assert mine == {k: v for k, v in plain.features.as_dict().items() if k not in cross}
 
 
 def test_fetcher_verifies_hashes_and_keeps_only_model_files(
