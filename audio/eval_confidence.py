@@ -420,7 +420,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = [r for d in dirs for r in by_dir[d]]
     for cross in (True, False):
         out = args.out_dir / (CALIBRATION_PATH if cross else SINGLE_CALIBRATION_PATH).name
-        used = sum(r.features is not None and (not cross or bool(r.features.get("cross_checked"))) for r in rows)
+        used = sum(
+            r.features is not None and (not cross or bool(r.features.get("cross_checked"))) for r in rows
+        )
         if not used:
             print(f"no transcripts with cross-check features (model missing or off): kept {out}")
             continue
@@ -430,6 +432,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, c in zip(cal.names, cal.coef, strict=True):
             print(f"  {name:26s} {c:+.3f}")
     return 0
+
 
 if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO)
