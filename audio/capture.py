@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -44,6 +44,20 @@ class AudioSource(Protocol):
 
     def close(self) -> None:
         """Stop delivering audio (idempotent)."""
+        ...
+
+
+@runtime_checkable
+class DeviceListSource(Protocol):
+    """A source on a shared device list that can give way for a rescan (``audio.portaudio``)."""
+
+    def refresh_wanted(self) -> bool:
+        """Whether another device (a missing speaker) waits for a rescan that closing this open
+        source would allow, and the sound hardware did change. Blocks while a refresh runs."""
+        ...
+
+    def refresh_devices(self) -> bool:
+        """Rescan the device list now (the source is closed); whether it did."""
         ...
 
 
@@ -169,6 +183,17 @@ class SoundDeviceMicrophone:
             f"cannot open input device {label!r}: {last_err}; available input devices: "
             f"{', '.join(map(repr, list_input_devices())) or 'none'}"
         )
+
+    def refresh_wanted(self) -> bool:
+        """See ``DeviceListSource``: only while open, only after a hardware change."""
+        pa = self._stream_pa
+        return pa is not None and pa.refresh_wanted(own_streams=1, require_change=True)
+
+    def refresh_devices(self) -> bool:
+        """Rescan PortAudio's device list (allowed only while no stream is open)."""
+        import sounddevice as sd
+
+        return (self._portaudio or shared(sd)).refresh_devices()
 
     def close(self) -> None:
         """Stop and close the stream (and stop counting it for device refreshes)."""

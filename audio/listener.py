@@ -15,6 +15,12 @@ single thread ("mic-io"): finding a device, opening it and refreshing PortAudio'
 microphone is missing can block for a long time on a Pi, and the event loop must not wait for that.
 A close queued behind a slow open closes what that open produced; an open that finishes after the
 microphone was closed again (an older generation) is closed at once.
+
+A missing speaker plugged in while the microphone is open can only be found after PortAudio
+rescans its device list, which would kill the open microphone stream. So when the source says a
+rescan is wanted and the sound hardware changed (``DeviceListSource``), the Listener gives way
+between utterances: closes the stream, lets the rescan run, reopens (a few hundred ms of audio not
+heard, once per plug-in; not a device problem, nothing is reported).
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from audio.capture import AudioSource, MicrophoneUnavailable
+from audio.capture import AudioSource, DeviceListSource, MicrophoneUnavailable
 from audio.events import (
     AudioDeviceProblem,
     EventSink,
@@ -53,6 +59,9 @@ def _new_id() -> str:
 
 class Listener:
     """Opens the microphone on wake, closes it on sleep, and turns speech into events."""
+
+    watch_interval_s = 1.0
+    """How often (s) the open stream is checked for stalls and for a wanted device rescan."""
 
     def __init__(
         self,
@@ -79,7 +88,8 @@ class Listener:
         self._utterance: str | None = None
         self._speaking = False
         self._tail_left = 0
-        self._samples = 0
+        self.heard_samples = 0
+        """Samples that reached the endpointer (16 kHz) since creation."""
         self._last_block = 0.0
         self._decodes: set[asyncio.Task[None]] = set()
         self._reopen_task: asyncio.Task[None] | None = None
@@ -219,9 +229,35 @@ class Listener:
     async def _watch_stalls(self) -> None:
         limit = max(2.0, 3 * self.settings.block_ms / 1000)
         while self._want_open:
-            await asyncio.sleep(1.0)
+            await asyncio.sleep(self.watch_interval_s)
             if self._stream_live and time.monotonic() - self._last_block > limit:
                 self._on_lost(self._generation, "input device stopped delivering audio")
+            elif self._stream_live and self._utterance is None and await self._refresh_wanted():
+                await self._give_way_for_refresh()
+
+    async def _refresh_wanted(self) -> bool:
+        source = self._source
+        if not isinstance(source, DeviceListSource):
+            return False
+        return await asyncio.wrap_future(self._io.submit(source.refresh_wanted))
+
+    async def _give_way_for_refresh(self) -> None:
+        """Between utterances: close the stream, let the device list be rescanned, reopen."""
+        source = self._source
+        assert isinstance(source, DeviceListSource)
+        if self._utterance is not None or not self._stream_live:
+            return
+        _LOGGER.info("microphone: pausing for a device rescan (sound hardware changed)")
+        self._stop_source()
+        await asyncio.wrap_future(self._io.submit(source.refresh_devices))
+        if not self._want_open:
+            return
+        try:
+            await self._start_source()
+        except MicrophoneUnavailable as err:
+            if self._want_open:
+                self._device_problem(False, f"lost after a device rescan: {err}")
+                self._schedule_reopen()
 
     def _device_problem(self, ok: bool, detail: str) -> None:
         (_LOGGER.info if ok else _LOGGER.warning)("microphone: %s", detail)
@@ -240,7 +276,7 @@ class Listener:
                 self._tail_left -= len(block)
             self.discarded_samples += len(block)
             return
-        self._samples += len(block)
+        self.heard_samples += len(block)
         rate = self.settings.sample_rate
         events = self._segmenter.feed(np.asarray(block, dtype=np.float32))
         end_pos = self._segmenter.endpointer.samples_seen + self._segmenter.pending_samples

@@ -14,14 +14,22 @@ closes every open stream under its owner's feet. So every sounddevice stream is 
 device queried) half-way through a refresh. A stream that died (device unplugged) still counts
 until its owner closes it: the stream object still holds PortAudio resources.
 
+Only when the hardware changed: on Linux the set of sound cards (``/proc/asound/cards`` and the
+nodes in ``/dev/snd``) is compared with what it was at the last re-initialisation; if nothing was
+plugged in or out since, a rescan would find the same list, so it is skipped (a missing microphone
+retried every two seconds does not keep re-initialising PortAudio, nor make the speaker give way
+every time). Where that cannot be read (other systems, containers without sound) every allowed
+refresh runs. The first refresh always runs: what PortAudio saw at import is unknown.
+
 Cooperation: the speaker keeps its output stream open all the time (it plays silence while idle),
 so a missing microphone could never trigger a refresh while the speaker works. A refresh that was
 refused because streams are open is therefore remembered as a *request* (valid ``request_ttl_s``);
 a stream owner that can pause safely polls ``refresh_wanted(own_streams)`` and, when it is idle,
 closes its stream, calls ``refresh_devices()`` and reopens (``SoundDeviceSink`` does this between
-replies). Not done: the microphone never gives way for a refresh while it is open (closing it would
-drop what the user says), so a missing speaker is rescanned only while the microphone is closed
-(the listener closes it whenever the robot sleeps).
+replies). The microphone does the same (``Listener``, between utterances), but only on evidence
+that the hardware changed (``require_change``): closing it costs what the user might say in that
+half second, so a missing speaker makes it give way once per plug-in, not every few seconds, and
+never where the card list cannot be read.
 
 Also note: PortAudio's initialisation is reference counted; if something else in the process called
 ``Pa_Initialize`` too, ``_terminate()`` does not really terminate and the list is not rescanned.
@@ -30,14 +38,30 @@ Also note: PortAudio's initialisation is reference counted; if something else in
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 import weakref
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 _LOGGER = logging.getLogger(__name__)
 T = TypeVar("T")
+
+
+def linux_sound_cards() -> str | None:
+    """What sound hardware is plugged in (Linux: ``/proc/asound/cards`` plus the ``/dev/snd``
+    nodes), or None where that cannot be read. Only compared for equality."""
+    try:
+        cards = Path("/proc/asound/cards").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    try:
+        nodes = sorted(os.listdir("/dev/snd"))
+    except OSError:
+        nodes = []
+    return cards + "\n" + " ".join(nodes)
 
 
 class PortAudio:
@@ -50,6 +74,7 @@ class PortAudio:
         min_interval_s: float = 2.0,
         request_ttl_s: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
+        hardware: Callable[[], str | None] = linux_sound_cards,
     ) -> None:
         self.backend = backend
         self.min_interval_s = min_interval_s
@@ -60,7 +85,10 @@ class PortAudio:
         """Held while a refresh runs; hold it around 'query devices + open a stream' too."""
         self.refreshes = 0
         """Successful refreshes so far."""
+        self.hardware = hardware
+        """Fingerprint of the plugged-in sound hardware (None: unknown, refresh whenever allowed)."""
         self._clock = clock
+        self._enumerated: str | None = None
         self._streams: dict[int, Any] = {}
         self._last_refresh: float | None = None
         self._requested_at: float | None = None
@@ -102,24 +130,39 @@ class PortAudio:
         with self.lock:
             self._streams.pop(id(stream), None)
 
-    def refresh_wanted(self, own_streams: int = 0) -> bool:
+    def hardware_changed(self) -> bool | None:
+        """Whether sound hardware was plugged in or out since PortAudio last enumerated it (True
+        before the first refresh: what it saw at import is unknown); None where it cannot be told."""
+        now = self.hardware()
+        if now is None:
+            return None
+        return self._enumerated is None or now != self._enumerated
+
+    def refresh_wanted(self, own_streams: int = 0, *, require_change: bool = False) -> bool:
         """Whether someone asked for a refresh that would be allowed now if the caller closed its
-        ``own_streams`` streams (a cooperating owner then closes them and calls ``refresh_devices``)."""
+        ``own_streams`` streams (a cooperating owner then closes them and calls ``refresh_devices``).
+        With ``require_change``, only on evidence that the hardware changed (not when unknown)."""
         if not self.can_refresh:
             return False
         with self.lock:
             now = self._clock()
             requested = self._requested_at is not None and now - self._requested_at <= self.request_ttl_s
-            return requested and len(self._streams) <= own_streams and not self._rate_limited(now)
+            if not requested or len(self._streams) > own_streams or self._rate_limited(now):
+                return False
+            changed = self.hardware_changed()
+            return changed is True if require_change else changed is not False
 
     def refresh_devices(self) -> bool:
-        """Re-initialise PortAudio so it rescans devices; only when no stream is open and not more
-        often than ``min_interval_s``. Returns whether it refreshed. A refusal because streams are
-        open is remembered as a request (see ``refresh_wanted``)."""
+        """Re-initialise PortAudio so it rescans devices; only when no stream is open, the hardware
+        may have changed and not more often than ``min_interval_s``. Returns whether it refreshed.
+        A refusal because streams are open is remembered as a request (see ``refresh_wanted``)."""
         if not self.can_refresh:
             return False
         with self.lock:
             now = self._clock()
+            if self.hardware_changed() is False:
+                _LOGGER.debug("device refresh skipped: no sound hardware plugged in or out since the last")
+                return False
             if self._streams:
                 self._requested_at = now
                 _LOGGER.debug("device refresh deferred: %d stream(s) open", len(self._streams))
@@ -127,6 +170,7 @@ class PortAudio:
             if self._rate_limited(now):
                 return False
             self._last_refresh = now
+            seen = self.hardware()  # before rescanning: a change during it shows up next time
             try:
                 if not self._uninitialised:
                     self.backend._terminate()
@@ -136,6 +180,7 @@ class PortAudio:
             except Exception as err:
                 _LOGGER.warning("re-initialising PortAudio failed: %s", err)
                 return False
+            self._enumerated = seen
             self.refreshes += 1
             self._requested_at = None
             _LOGGER.info("audio device list refreshed (PortAudio re-initialised)")

@@ -290,8 +290,9 @@ class WavSink(StreamSink):
             self._writer = None
 
 
-def make_sink(settings: SpeakingSettings, backend: Any = None) -> AudioSink:
-    """The sink named by ``settings.sink``: "sounddevice", "wav" or "null" (no fallback)."""
+def make_sink(settings: SpeakingSettings, backend: Any = None, *, wait_for_device: bool = False) -> AudioSink:
+    """The sink named by ``settings.sink``: "sounddevice", "wav" or "null" (no fallback).
+    ``wait_for_device``: a missing output device is reported and waited for, not raised (daemon)."""
     if settings.sink == "sounddevice":
         from audio.sounddevice_sink import SoundDeviceSink
 
@@ -301,6 +302,7 @@ def make_sink(settings: SpeakingSettings, backend: Any = None) -> AudioSink:
             latency=settings.latency,
             reopen_interval_s=settings.reopen_interval_s,
             backend=backend,
+            wait_for_device=wait_for_device,
         )
     if settings.sink == "wav":
         if not settings.wav_dir:

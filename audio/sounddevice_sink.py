@@ -17,8 +17,14 @@ microphone needs. So the watchdog cooperates: when a refresh was requested
 ``_QUIET_S``), it stops rendering, closes the stream (``stop`` plays out what is buffered), lets the
 refresh happen and reopens. A reply queued meanwhile starts later by the time that takes (a refresh
 plus a device open); audio is never cut. If the device cannot be reopened afterwards it is handled
-like an unplugged one. While a microphone stays missing this repeats at most once per
-``PortAudio.min_interval_s`` (only between replies).
+like an unplugged one. Where the sound hardware can be read (Linux) this happens only after
+something was plugged in or out, not every time a missing microphone is retried.
+
+``wait_for_device`` (the daemon): a device missing at start is not an error but a device problem:
+the sink starts on the software clock at ``FALLBACK_RATE`` (replies finish on time, unheard),
+reports it, and the watchdog opens the device once it is plugged in (at that rate; PortAudio's
+ALSA ``plug`` layer converts where the hardware cannot). Without it (``robot-face say``, tests)
+``open`` raises ``OutputDeviceUnavailable`` with the list of outputs.
 """
 
 from __future__ import annotations
@@ -39,6 +45,8 @@ _LOGGER = logging.getLogger(__name__)
 _STALL_S = 0.5
 _QUIET_S = 0.3
 """Seconds without an open reply before the sink gives way to a requested device refresh."""
+FALLBACK_RATE = 48000
+"""Output rate (Hz) when the device was missing at start: what USB speakers and HDMI take."""
 
 
 def _latency_arg(latency: str) -> str | float:
@@ -60,8 +68,11 @@ class SoundDeviceSink(StreamSink):
         reopen_interval_s: float = 1.0,
         backend: Any = None,
         portaudio: PortAudio | None = None,
+        wait_for_device: bool = False,
     ) -> None:
         super().__init__(rate=0, block_ms=block_ms)
+        self.wait_for_device = wait_for_device
+        """A device missing at ``open`` is reported and waited for instead of raised."""
         if backend is None:
             import sounddevice
 
@@ -116,24 +127,48 @@ class SoundDeviceSink(StreamSink):
 
     def open(self, render: RenderFn, report: ProblemFn) -> None:
         """Open the device at its native rate and start the watchdog. A missing device gets one
-        device-list refresh (if allowed) before ``OutputDeviceUnavailable`` is raised."""
+        device-list refresh (if allowed); then ``OutputDeviceUnavailable`` is raised or, with
+        ``wait_for_device``, reported while the sink runs on the software clock."""
         from audio.sinks import OutputDeviceUnavailable
 
+        missing = ""
         with self._pa.lock:
-            index, name, rate = self._pa.with_refresh(self.resolve, "the speaker", OutputDeviceUnavailable)
-            self._index, self._device_name = index, name
-            if self._rate == 0:
-                self._rate = rate
+            try:
+                index, name, rate = self._pa.with_refresh(
+                    self.resolve, "the speaker", OutputDeviceUnavailable
+                )
+            except OutputDeviceUnavailable as err:
+                if not self.wait_for_device:
+                    raise
+                missing = str(err)
             self._closed.clear()
-            self._down = self._held = False
+            self._held = False
             self._open_replies.clear()
             self._quiet_since = time.monotonic()
-            try:
-                super().open(render, report)
-            except Exception:
-                self._release_stream()
-                raise
-        _LOGGER.info("speaker output: %s at %d Hz, latency %.0f ms", name, self._rate, self._latency * 1000)
+            if missing:
+                self._rate = self._rate or FALLBACK_RATE
+                self._render, self._report = render, report
+                self._down = True
+                self._stream = ClockedOutputStream(self._rate, self.blocksize, self._callback)
+                self._stream.start()
+            else:
+                self._index, self._device_name = index, name
+                if self._rate == 0:
+                    self._rate = rate
+                self._down = False
+                try:
+                    super().open(render, report)
+                except Exception:
+                    self._release_stream()
+                    raise
+        if missing:
+            detail = f"{missing}; waiting for it (replies are not heard until it is plugged in)"
+            _LOGGER.warning("speaker: %s", detail)
+            report(False, detail)
+        else:
+            _LOGGER.info(
+                "speaker output: %s at %d Hz, latency %.0f ms", name, self._rate, self._latency * 1000
+            )
         self._watchdog = threading.Thread(target=self._watch, name="speaker-watchdog", daemon=True)
         self._watchdog.start()
 

@@ -34,7 +34,8 @@ def make_speaker(config: Config, state_dir: StateDir, emit: EventSink) -> Speake
             settings = replace(settings, sink="wav", wav_dir=settings.wav_dir or str(state_dir.speech_dir))
         else:
             settings = replace(settings, sink="null")
-    return Speaker(settings, make_sink(settings), emit)
+    # The daemon keeps running without its speaker and opens it once it is plugged in.
+    return Speaker(settings, make_sink(settings, wait_for_device=True), emit)
 
 
 def make_face(

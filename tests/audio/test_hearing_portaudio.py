@@ -5,7 +5,8 @@ device list is frozen at ``_initialize()`` (a device plugged into ``hardware`` l
 after ``_terminate()`` + ``_initialize()``), a stale list entry whose hardware is gone cannot be
 opened, streams pull/push their callbacks in real time from their own thread and die when their
 device is unplugged, and ``_terminate()`` kills every stream that is not closed (counted in
-``streams_open_at_terminate``, which every test checks stays 0).
+``streams_open_at_terminate``, which every test checks stays 0). ``signature()`` stands in for
+``/proc/asound/cards``: it changes whenever a device is plugged in or out.
 """
 
 from __future__ import annotations
@@ -160,6 +161,10 @@ class FakePortAudio:
     def plugged(self, hw: Hardware) -> bool:
         return any(h is hw for h in self.hardware)
 
+    def signature(self) -> str:
+        """What is plugged in (like ``/proc/asound/cards``: a re-plugged device reads differently)."""
+        return " ".join(f"{h.name}@{id(h)}" for h in self.hardware)
+
     def plug(self, hw: Hardware) -> Hardware:
         self.hardware.append(hw)
         return hw
@@ -225,6 +230,7 @@ def fake_pa(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakePortAudio]:
     )
     monkeypatch.setitem(sys.modules, "sounddevice", fake)
     shared(fake).min_interval_s = 0.0  # tests control the rate limit explicitly
+    shared(fake).hardware = fake.signature
     yield fake
     assert fake.streams_open_at_terminate == 0, "PortAudio was terminated under an open stream"
 
@@ -253,7 +259,7 @@ def test_fake_portaudio_freezes_the_device_list_until_reinitialised(fake_pa: Fak
 
 
 def test_no_refresh_while_a_stream_is_open(fake_pa: FakePortAudio) -> None:
-    pa = PortAudio(fake_pa, min_interval_s=0.0)
+    pa = PortAudio(fake_pa, min_interval_s=0.0, hardware=fake_pa.signature)
     blocks: list[int] = []
     stream = pa.open_stream(
         lambda: fake_pa.InputStream(
@@ -276,7 +282,7 @@ def test_no_refresh_while_a_stream_is_open(fake_pa: FakePortAudio) -> None:
 
 def test_refresh_is_rate_limited(fake_pa: FakePortAudio) -> None:
     now = [100.0]
-    pa = PortAudio(fake_pa, min_interval_s=2.0, clock=lambda: now[0])
+    pa = PortAudio(fake_pa, min_interval_s=2.0, clock=lambda: now[0], hardware=lambda: None)
     assert pa.refresh_devices()
     now[0] += 1.9
     assert not pa.refresh_devices()
@@ -288,7 +294,9 @@ def test_refresh_is_rate_limited(fake_pa: FakePortAudio) -> None:
 
 def test_refused_refresh_is_a_request_that_expires(fake_pa: FakePortAudio) -> None:
     now = [0.0]
-    pa = PortAudio(fake_pa, min_interval_s=0.0, request_ttl_s=5.0, clock=lambda: now[0])
+    pa = PortAudio(
+        fake_pa, min_interval_s=0.0, request_ttl_s=5.0, clock=lambda: now[0], hardware=fake_pa.signature
+    )
     stream = pa.open_stream(lambda: fake_pa.OutputStream(device=1, samplerate=48000, callback=print))
     assert not pa.refresh_wanted(own_streams=1)
     assert not pa.refresh_devices()  # refused: a stream is open
@@ -296,6 +304,32 @@ def test_refused_refresh_is_a_request_that_expires(fake_pa: FakePortAudio) -> No
     now[0] += 5.1
     assert not pa.refresh_wanted(own_streams=1)
     pa.close_stream(stream)
+
+
+def test_refresh_only_when_sound_hardware_was_plugged_in_or_out(fake_pa: FakePortAudio) -> None:
+    pa = PortAudio(fake_pa, min_interval_s=0.0, hardware=fake_pa.signature)
+    assert pa.hardware_changed() is True and pa.refresh_devices()  # first: what PortAudio saw is unknown
+    assert pa.hardware_changed() is False and not pa.refresh_devices()  # nothing new to find
+    assert fake_pa.initializations == 2
+    stream = pa.open_stream(lambda: fake_pa.OutputStream(device=1, samplerate=48000, callback=print))
+    assert not pa.refresh_devices() and not pa.refresh_wanted(own_streams=1)  # not even a request
+    fake_pa.plug(usb_mic())
+    assert not pa.refresh_devices()  # now a request (a stream is open)
+    assert pa.refresh_wanted(own_streams=1) and pa.refresh_wanted(own_streams=1, require_change=True)
+    pa.close_stream(stream)
+    assert pa.refresh_devices() and "USB Mic" in fake_pa.names()
+    fake_pa.unplug("USB Mic")
+    assert pa.refresh_devices() and "USB Mic" not in fake_pa.names()
+    # Where the hardware cannot be read, every allowed refresh runs, but nobody waiting for
+    # evidence of a change (the microphone) is asked to give way.
+    blind = PortAudio(fake_pa, min_interval_s=0.0, hardware=lambda: None)
+    assert blind.hardware_changed() is None and blind.refresh_devices() and blind.refresh_devices()
+    stream = blind.open_stream(lambda: fake_pa.OutputStream(device=1, samplerate=48000, callback=print))
+    assert not blind.refresh_devices()
+    assert blind.refresh_wanted(own_streams=1) and not blind.refresh_wanted(
+        own_streams=1, require_change=True
+    )
+    blind.close_stream(stream)
 
 
 def test_backend_without_reinitialisation_is_never_refreshed() -> None:
@@ -440,6 +474,29 @@ def test_idle_speaker_gives_way_so_a_missing_microphone_is_found(fake_pa: FakePo
     assert shared(fake_pa).open_streams == 0
 
 
+def test_a_microphone_missing_for_long_makes_the_speaker_give_way_once_per_plug_in(
+    fake_pa: FakePortAudio,
+) -> None:
+    sink, reports = _open_sink(fake_pa, lambda out, t0: PlaybackQueue(rate=48000).render(out))
+    m = mic("USB Mic")
+    try:
+        for _ in range(8):  # the listener retries a missing microphone every reopen_interval_s
+            with pytest.raises(MicrophoneUnavailable):
+                m.open(lambda block: None, lambda detail: None)
+            time.sleep(0.1)
+        assert len(fake_pa.terminate_times) == 1  # the first one (unknown list), then no churn
+        assert len([s for s in fake_pa.streams if s.kind == "output"]) == 2
+        fake_pa.plug(usb_mic())
+        with pytest.raises(MicrophoneUnavailable):
+            m.open(lambda block: None, lambda detail: None)  # refused: the speaker's stream is open
+        wait_until(lambda: len(fake_pa.terminate_times) == 2)  # the idle speaker gave way
+        m.open(lambda block: None, lambda detail: None)
+        m.close()
+        assert reports == []
+    finally:
+        sink.close()
+
+
 def test_speaker_waits_for_the_reply_to_finish_before_giving_way(fake_pa: FakePortAudio) -> None:
     queue, frames = _tone_queue(48000, 0.6)
     sink, _ = _open_sink(fake_pa, lambda out, t0: queue.render(out))
@@ -476,4 +533,57 @@ def test_speaker_replugged_as_a_new_device_is_reopened_after_a_refresh(fake_pa: 
         assert shared(fake_pa).open_streams == 1
     finally:
         sink.close()
+    assert shared(fake_pa).open_streams == 0
+
+
+async def test_open_microphone_gives_way_once_a_missing_speaker_is_plugged_in(
+    fake_pa: FakePortAudio, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Awake (microphone open), the speaker missing since start: the daemon's sink waits on the
+    software clock; only when a speaker is plugged in does the microphone pause for the rescan."""
+    monkeypatch.setattr(Listener, "watch_interval_s", 0.05)
+    events: list[AudioEvent] = []
+    settings = HearingSettings(input_device="Built-in", reopen_interval_s=0.05)
+    listener = Listener(settings, SoundDeviceMicrophone(settings), _NoSpeech(), events.append)
+    await listener.open()
+    reports: list[tuple[bool, str]] = []
+    queue, _ = _tone_queue(48000, 0.3)
+    sink = SoundDeviceSink("Desk Speaker", reopen_interval_s=0.05, backend=fake_pa, wait_for_device=True)
+    try:
+        await asyncio.to_thread(
+            sink.open, lambda out, t0: queue.render(out), lambda ok, d: reports.append((ok, d))
+        )
+        assert reports and not reports[0][0] and "'Desk Speaker' not found" in reports[0][1]
+        assert "waiting for it" in reports[0][1] and sink.rate == 48000
+        for _ in range(100):  # the reply runs on the software clock: finishes on time, unheard
+            if not queue.busy:
+                break
+            await asyncio.sleep(0.02)
+        assert not queue.busy
+        await asyncio.sleep(0.6)
+        # At most the first rescan (PortAudio's list at import is unknown); none while nothing changes.
+        first = len(fake_pa.terminate_times)
+        assert first <= 1
+        await asyncio.sleep(0.5)
+        assert len(fake_pa.terminate_times) == first
+        seen = listener.heard_samples
+        await asyncio.sleep(0.2)
+        assert listener.heard_samples > seen  # the microphone keeps hearing
+
+        fake_pa.plug(Hardware("Desk Speaker", outputs=2, rate=44100))
+        for _ in range(150):
+            if any(ok for ok, _ in reports):
+                break
+            await asyncio.sleep(0.02)
+        assert reports[-1] == (True, "output device 'Desk Speaker' reopened")
+        assert len(fake_pa.terminate_times) == first + 1
+        speakers = [s for s in fake_pa.streams if s.kind == "output" and s.hardware.name == "Desk Speaker"]
+        assert speakers and speakers[-1].active and speakers[-1].samplerate == 48000
+        seen = listener.heard_samples
+        await asyncio.sleep(0.2)
+        assert listener.heard_samples > seen  # and the microphone was reopened
+        assert not [e for e in events if isinstance(e, AudioDeviceProblem)]  # a pause, not a problem
+    finally:
+        await asyncio.to_thread(sink.close)
+        await listener.aclose()
     assert shared(fake_pa).open_streams == 0
