@@ -99,6 +99,11 @@ class ConfidenceFeatures:
     """Some word directly repeats ("9 9", "thanks thanks"), a typical short-window slip."""
     first_token_prob: float = 1.0
     """Probability of the first text token (1.0 when unknown)."""
+    first_word_any_spelling: float = 1.0
+    """Greedy pass: probability of its first word token in any spelling ("9" = " nine" = " Nine"),
+    among the tokens that are words (1.0 when unknown)."""
+    min_word_any_spelling: float = 1.0
+    """Greedy pass: the lowest such probability over its word tokens (1.0 when unknown)."""
     nbest_posterior: float = 1.0
     """Posterior of these words among the N best of a beam search without timestamps (1.0 if not run)."""
     nbest_word_agreement: float = 1.0
@@ -163,6 +168,8 @@ def feature_vector(f: ConfidenceFeatures, cross: bool | None = None) -> list[flo
         math.log(max(1e-4, f.first_token_prob)),
         math.log(max(0.01, f.voice_prob)),
         filler * (1.0 - f.voice_prob),
+        math.log(max(1e-4, f.first_word_any_spelling)),
+        math.log(max(1e-4, f.min_word_any_spelling)),
     ] + (cross_vector(f) if (f.cross_checked if cross is None else cross) else [])
 
 
@@ -198,6 +205,8 @@ FEATURE_NAMES = (
     "log_first_token_prob",
     "log_voice_prob",
     "filler_x_nonvoice",
+    "log_first_word_any_spelling",
+    "log_min_word_any_spelling",
 )
 CROSS_FEATURE_NAMES = ("cross_word_disagreement", "cross_exact", "cross_char_similarity")
 
@@ -229,14 +238,44 @@ def calibration_names(cross: bool) -> tuple[str, ...]:
     return FEATURE_NAMES + (CROSS_FEATURE_NAMES if cross else ())
 
 
+_HAND_SET = {
+    "avg_logprob": 1.5,
+    "log_min_token_prob": 0.3,
+    "log_mean_word_prob": 0.8,
+    "log_min_word_prob": 0.3,
+    "no_speech_prob": -2.0,
+    "compression_ratio": -1.0,
+    "fallbacks": -0.5,
+    "speech_ratio": 1.0,
+    "level": 0.5,
+    "filler": -0.5,
+    "filler_x_no_speech": -1.0,
+    "filler_x_level": 0.5,
+    "filler_x_nonspeech_ratio": -1.0,
+    "repeated_words": -1.0,
+    "n_words_capped": 0.5,
+    "log_nbest_posterior": 1.0,
+    "nbest_word_agreement": 1.0,
+    "changed_by_beam": -0.5,
+    "min_token_margin": 0.3,
+    "mean_token_margin": 0.3,
+    "max_token_entropy": -0.3,
+    "mean_token_entropy": -0.3,
+    "log_first_token_prob": 0.3,
+    "log_voice_prob": 1.0,
+    "filler_x_nonvoice": -1.0,
+    "cross_word_disagreement": -1.0,
+    "cross_exact": 0.5,
+    "cross_char_similarity": 1.0,
+}
+"""Rough weights per feature (unlisted ones: 0), used only while no fitted calibration is usable."""
+
+
 def _heuristic_calibration(cross: bool) -> Calibration:
     """Hand-set weights used until a fitted calibration file exists."""
-    coef = [1.5, 0.3, 0.8, 0.3, -2.0, -1.0, -0.5, 1.0, 0.5, 0.0, -0.5, -1.0, 0.5, -1.0, -1.0, 0.5]
-    coef += [1.0, 1.0, -0.5, 0.3, 0.3, -0.3, -0.3, 0.3, 1.0, -1.0]
-    coef += [-1.0, 0.5, 1.0] if cross else []
     names = calibration_names(cross)
     n = len(names)
-    return Calibration(names, (0.0,) * n, (1.0,) * n, tuple(coef), 2.0)
+    return Calibration(names, (0.0,) * n, (1.0,) * n, tuple(_HAND_SET.get(k, 0.0) for k in names), 2.0)
 
 
 @lru_cache(maxsize=2)

@@ -30,7 +30,7 @@ from audio.confidence import (
     normalise_text,
     score,
 )
-from audio.confidence_signals import StepStats, step_stats
+from audio.confidence_signals import SpellingKeys, StepStats, step_stats
 from audio.cross_check import MoonshineRecogniser, agreement, resolve_model_dir
 from audio.hearing_settings import HearingSettings
 from audio.tones import is_pure_tone
@@ -46,6 +46,7 @@ from audio.transcript_checks import (
 )
 from audio.voice_prob import CHUNK, voice_probability
 from audio.wav import FloatArray
+from audio.wer import normalise_for_wer
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -88,6 +89,8 @@ class _Decode:
     """Of the greedy pass, also when the beam's text replaced it (how torn the decoder was)."""
     token_entropies: list[float]
     no_speech_prob: float
+    token_any_spelling: list[float]
+    """Of the greedy pass: each token's word probability in any spelling (NaN: not a word)."""
     compression_ratio: float
     looped: bool
     repeated: bool
@@ -153,6 +156,7 @@ class WhisperTranscriber:
         self._language = settings.stt_language or "en"
         self._model: Any = None
         self._tokenizer: Any = None
+        self._spelling: SpellingKeys | None = None
         self._voice_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="voice-prob")
         """Silero and the cross-check recogniser run beside the Whisper decode, on one thread."""
         self._beam_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stt-beam")
@@ -198,6 +202,11 @@ class WhisperTranscriber:
         m = self._model
         lang = self._language if m.model.is_multilingual else "en"
         self._tokenizer = Tokenizer(m.hf_tokenizer, m.model.is_multilingual, task="transcribe", language=lang)
+        if self._spelling is None:
+            hf = m.hf_tokenizer
+            self._spelling = SpellingKeys.build(
+                lambda i: str(hf.decode([i])), int(hf.get_vocab_size()), normalise_for_wer
+            )
 
     def set_language(self, lang: str) -> None:
         """Switch the decoding language (English-only models stay English)."""
@@ -261,7 +270,7 @@ class WhisperTranscriber:
             suppress_tokens=[-1],
         )[0]
         ids: list[int] = list(res.sequences_ids[0])
-        stats = step_stats(res.logits[0], ids) if res.logits else StepStats([], [], [])
+        stats = step_stats(res.logits[0], ids, self._spelling) if res.logits else StepStats([], [], [])
         audio_s = len(samples) / SAMPLE_RATE
         tokens, kept, repeated = keep_segments(ids, stats, audio_s, tok.timestamp_begin, tok.eot)
         text = tok.decode(tokens).strip()
@@ -274,6 +283,7 @@ class WhisperTranscriber:
             token_margins=kept.margins,
             token_entropies=kept.entropies,
             no_speech_prob=float(res.no_speech_prob),
+            token_any_spelling=kept.any_spelling,
             compression_ratio=compression_ratio(text),
             looped=looks_looped(tokens, text, n, budget),
             repeated=repeated,
@@ -405,10 +415,13 @@ class WhisperTranscriber:
             text = d.text
             words = self._word_probs(d.tokens, d.token_probs, d.avg_logprob) or [0.0]
             normalised = normalise_text(text)
+            spelled = [p for p in d.token_any_spelling if not math.isnan(p)]
             features = ConfidenceFeatures(
                 avg_logprob=d.avg_logprob,
                 min_token_prob=min(d.token_probs) if d.token_probs else 1.0,
                 first_token_prob=d.token_probs[0] if d.token_probs else 1.0,
+                first_word_any_spelling=spelled[0] if spelled else 1.0,
+                min_word_any_spelling=min(spelled) if spelled else 1.0,
                 min_token_margin=min(d.token_margins) if d.token_margins else 20.0,
                 mean_token_margin=float(np.mean(d.token_margins)) if d.token_margins else 20.0,
                 max_token_entropy=max(d.token_entropies) if d.token_entropies else 0.0,

@@ -5,6 +5,7 @@ Pure functions over token ids and strings (no model), used by ``audio.stt``.
 
 from __future__ import annotations
 
+import math
 import zlib
 from dataclasses import dataclass
 from typing import Any
@@ -162,5 +163,10 @@ def keep_segments(
     def pick(values: list[float], default: float) -> list[float]:
         return [values[i] if i < len(values) else default for i in steps]
 
-    kept = StepStats(pick(stats.probs, 1.0), pick(stats.margins, 20.0), pick(stats.entropies, 0.0))
+    kept = StepStats(
+        pick(stats.probs, 1.0),
+        pick(stats.margins, 20.0),
+        pick(stats.entropies, 0.0),
+        pick(stats.any_spelling, math.nan),
+    )
     return tokens, kept, repeated

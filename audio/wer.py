@@ -122,6 +122,9 @@ def _expand(text: str) -> str:
 def normalise_for_wer(text: str) -> str:
     """``normalise_text`` after contractions are expanded, numbers spelled out ("2" → "two",
     "7th" → "seventh") and a few spellings unified."""
+    word = text.strip()
+    if word.isascii() and word.isalpha():  # one plain word (most tokens): the same, faster
+        return _SPELLINGS.get(word.lower(), word.lower()).replace("good bye", "goodbye")
     words = []
     for w in normalise_text(_expand(text).replace(",", "")).split():
         for part in _spell_number(w).split():

@@ -183,6 +183,30 @@ def test_step_stats_margin_and_entropy() -> None:
     assert step_stats([], [1, 2]).probs == []
 
 
+def test_word_probability_in_any_spelling() -> None:
+    from audio.confidence_signals import SpellingKeys, step_stats
+    from audio.wer import normalise_for_wer
+
+    vocab = ["9", " nine", " Nine", " bye", " Bye.", ".", " ", "<|endoftext|>"]
+    spelling = SpellingKeys.build(
+        lambda i: vocab[i] if not vocab[i].startswith("<|") else "", 8, normalise_for_wer
+    )
+    k = spelling.keys
+    assert k[0] == k[1] == k[2] != k[3] == k[4] and k[5] == k[6] == k[7] == SpellingKeys.NO_WORD
+    # Torn between spellings of one word: unsure token, sure word. Torn between words: unsure both.
+    # Punctuation and the suppressed/extra ids (timestamps) are not words: left out of both.
+    logits = [
+        [1.0, 1.0, 1.0, -1e9, -1e9, 1.0, 0.0, 0.0, 0.5, float("-inf")],
+        [0.0, -1e9, -1e9, 0.0, 0.0, -1e9, -1e9, -1e9, -1e9, -1e9],
+        [0.0] * 10,
+    ]
+    stats = step_stats(logits, [0, 3, 5], spelling)
+    assert stats.probs[0] < 0.3 and stats.any_spelling[0] == pytest.approx(1.0)
+    assert stats.any_spelling[1] == pytest.approx(2 / 3)  # " bye" and " Bye." against "9"
+    assert math.isnan(stats.any_spelling[2])  # "." is not a word
+    assert step_stats(logits, [0, 3, 5]).any_spelling == []  # without keys: not computed
+
+
 def test_nbest_stats_and_when_the_beam_wins() -> None:
     from audio.transcript_checks import Hypothesis, beam_wins, nbest_stats
 
