@@ -74,6 +74,8 @@ def test_scores_order_and_clamp() -> None:
             min_token_prob=0.01,
             mean_word_prob=0.05,
             min_word_prob=0.01,
+            first_word_any_spelling=0.05,  # a bad decode is unsure in every spelling too
+            min_word_any_spelling=0.01,
             no_speech_prob=0.95,
             compression_ratio=3.0,
             fallbacks=2,
