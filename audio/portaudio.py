@@ -171,6 +171,7 @@ class PortAudio:
                 return False
             self._last_refresh = now
             seen = self.hardware()  # before rescanning: a change during it shows up next time
+            before = self._device_names()
             try:
                 if not self._uninitialised:
                     self.backend._terminate()
@@ -183,8 +184,18 @@ class PortAudio:
             self._enumerated = seen
             self.refreshes += 1
             self._requested_at = None
-            _LOGGER.info("audio device list refreshed (PortAudio re-initialised)")
+            after = self._device_names()
+            if after != before:
+                _LOGGER.info("audio devices changed: now %s", ", ".join(map(repr, after)) or "none")
+            else:  # nothing new (the usual case while a device stays missing): no log noise
+                _LOGGER.debug("audio device list rescanned: unchanged")
             return True
+
+    def _device_names(self) -> list[str]:
+        try:
+            return [str(d["name"]) for d in self.backend.query_devices()]
+        except Exception:  # not initialised, or a backend without a list
+            return []
 
     def with_refresh(self, attempt: Callable[[], T], what: str, errors: type[Exception] = Exception) -> T:
         """``attempt()`` under the lock (no refresh between finding a device and counting its
@@ -195,7 +206,7 @@ class PortAudio:
             except errors as err:
                 if not self.refresh_devices():
                     raise
-                _LOGGER.info("retrying %s after the device refresh (%s)", what, err)
+                _LOGGER.debug("retrying %s after the device refresh (%s)", what, err)
             return attempt()
 
     def _rate_limited(self, now: float) -> bool:

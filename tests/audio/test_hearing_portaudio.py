@@ -332,6 +332,20 @@ def test_refresh_only_when_sound_hardware_was_plugged_in_or_out(fake_pa: FakePor
     blind.close_stream(stream)
 
 
+def test_a_rescan_is_logged_only_when_the_device_list_changed(
+    fake_pa: FakePortAudio, caplog: pytest.LogCaptureFixture
+) -> None:
+    pa = PortAudio(fake_pa, min_interval_s=0.0, hardware=lambda: None)  # rescans every time
+    with caplog.at_level("INFO", logger="audio.portaudio"):
+        assert pa.refresh_devices() and pa.refresh_devices()
+        assert not caplog.records  # a device that stays missing does not fill the log
+        fake_pa.plug(usb_mic())
+        assert pa.refresh_devices()
+    assert [r.getMessage() for r in caplog.records] == [
+        "audio devices changed: now 'Built-in Mic', 'USB Speaker', 'USB Mic'"
+    ]
+
+
 def test_backend_without_reinitialisation_is_never_refreshed() -> None:
     pa = PortAudio(SimpleNamespace(query_devices=list))
     assert not pa.can_refresh and not pa.refresh_devices() and not pa.refresh_wanted(5)
