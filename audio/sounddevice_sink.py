@@ -148,9 +148,7 @@ class SoundDeviceSink(StreamSink):
             if missing:
                 self._rate = self._rate or FALLBACK_RATE
                 self._render, self._report = render, report
-                self._down = True
-                self._stream = ClockedOutputStream(self._rate, self.blocksize, self._callback)
-                self._stream.start()
+                self._fall_back()  # no watchdog yet: nothing else touches the stream
             else:
                 self._index, self._device_name = index, name
                 if self._rate == 0:
