@@ -83,7 +83,10 @@ def evaluate_set(
             load_clip(directory / entry["relpath"], settings.sample_rate), transcriber, settings
         )
         ref = entry.get("transcript", "") or ""
-        feats = next((u.features for u in res.utterances if u.features is not None), None)
+        spoken = [u for u in res.utterances if u.text]
+        # Features describe one decode: a clip heard as several utterances (or parts) has none,
+        # and keeps its joined confidence (fitting on the first part's would mislabel it).
+        feats = spoken[0].features if len(spoken) == 1 else None
         rows.append(
             ClipRow(
                 relpath=entry["relpath"],

@@ -56,9 +56,15 @@ class HearingSettings:
     min_utterance_ms: int = 100
     """Utterances whose speech (first to last speech frame) is shorter fail ``too_short``, ms (default 100)."""
 
-    max_utterance_ms: int = 28000
-    """Utterances longer than this fail with ``too_long``, in milliseconds (default 28000: Whisper
-    decodes at most 30 s at once, and a child telling a story easily talks for 20 s)."""
+    max_part_ms: int = 20000
+    """Longest audio transcribed at once, in milliseconds (at most 28000: Whisper decodes at most
+    30 s). Speech going on longer is cut in the longest pause of the last 8 s and transcribed part
+    by part while the user talks; the parts make one transcript (default 20000: beyond ~22 s
+    tiny.en sometimes stops mid-sentence)."""
+
+    max_utterance_ms: int = 120000
+    """An utterance ends after this long even without a pause, in milliseconds; what was heard is
+    transcribed and, if the user goes on, a new utterance starts at once (default 120000)."""
 
     half_duplex: bool = True
     """Discard microphone audio while the device speaks (default True)."""

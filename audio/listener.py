@@ -4,12 +4,13 @@ Event order per utterance: ``SpeechStarted``, then usually ``SpeechEnded``, then
 ``Transcribed`` or ``UtteranceFailed`` with the same id:
 
 - ``too_short``: SpeechEnded, then UtteranceFailed.
-- ``too_long``: UtteranceFailed only (the user was still talking; the rest is ignored until silence).
 - ``interrupted``: UtteranceFailed only — the microphone was closed or lost, or the device started
   speaking (half-duplex: what the user says over the device's own voice is not used).
 - ``no_speech`` (Whisper heard nothing) and ``stt_error``: after SpeechEnded.
 
-Decodes run one at a time on a single worker thread; a decode already running when the microphone
+Speech longer than ``max_part_ms`` (Whisper's window) is handed on in parts cut at pauses; each part
+is decoded while the user goes on talking, and the parts make one ``Transcribed`` (text joined,
+confidence weighted by duration). Decodes run one at a time on a single worker thread; a decode already running when the microphone
 closes still completes and emits its result. Opening and closing the source run in order on another
 single thread ("mic-io"): finding a device, opening it and refreshing PortAudio's device list while a
 microphone is missing can block for a long time on a Pi, and the event loop must not wait for that.
@@ -47,7 +48,8 @@ from audio.events import (
 )
 from audio.hearing_settings import HearingSettings
 from audio.stt import Transcriber, Transcription
-from audio.vad import FrameSegmenter, UtteranceBegan, UtteranceComplete, UtteranceRejected
+from audio.utterance_parts import join_transcriptions
+from audio.vad import FrameSegmenter, UtteranceBegan, UtteranceComplete, UtterancePart, UtteranceRejected
 from audio.wav import FloatArray
 
 _LOGGER = logging.getLogger(__name__)
@@ -86,6 +88,8 @@ class Listener:
         self._generation = 0
         self._resampler: Any = None
         self._utterance: str | None = None
+        self._parts: list[asyncio.Future[Transcription]] = []
+        """Decodes of the current utterance's earlier parts, in order."""
         self._speaking = False
         self._tail_left = 0
         self.heard_samples = 0
@@ -288,43 +292,71 @@ class Listener:
             if isinstance(ev, UtteranceBegan):
                 self._utterance = self._ids()
                 self._emit(SpeechStarted(utterance=self._utterance, ts=ts_of(ev.offset)))
+            elif isinstance(ev, UtterancePart):
+                if self._utterance is not None:
+                    self._parts.append(self._submit_decode(ev.audio, ev.speech_ratio))
             elif isinstance(ev, UtteranceComplete):
                 uid, self._utterance = self._utterance, None
+                parts, self._parts = self._parts, []
                 if uid is None:
                     continue
-                audio_ms = round(len(ev.audio) * 1000 / rate)
+                audio_ms = round((ev.earlier_samples + len(ev.audio)) * 1000 / rate)
                 self._emit(SpeechEnded(utterance=uid, audio_ms=audio_ms, ts=ts_of(ev.end_offset)))
-                self._start_decode(uid, ev.audio, ev.speech_ratio)
+                self._start_decode(uid, ev.audio, ev.speech_ratio, parts)
             elif isinstance(ev, UtteranceRejected):
                 uid, self._utterance = self._utterance, None
+                self._drop_parts()
                 if uid is None:
                     continue
-                if ev.reason == "too_short":
-                    self._emit(SpeechEnded(utterance=uid, audio_ms=ev.speech_ms, ts=now))
+                self._emit(SpeechEnded(utterance=uid, audio_ms=ev.speech_ms, ts=now))
                 detail = f"{ev.speech_ms} ms of speech"
                 self._emit(UtteranceFailed(utterance=uid, reason=ev.reason, detail=detail, ts=now))
 
+    def _drop_parts(self) -> None:
+        """Forget the current utterance's part decodes (not started ones never run)."""
+        for fut in self._parts:
+            fut.cancel()
+        self._parts = []
+
     def _interrupt(self, detail: str) -> None:
         uid, self._utterance = self._utterance, None
+        self._drop_parts()
         self._segmenter.reset()
         if uid is not None:
             self._emit(UtteranceFailed(utterance=uid, reason="interrupted", detail=detail, ts=time.time()))
 
-    def _start_decode(self, uid: str, audio: FloatArray, speech_ratio: float) -> None:
-        task = asyncio.create_task(self._decode(uid, audio, speech_ratio))
+    def _submit_decode(self, audio: FloatArray, speech_ratio: float) -> asyncio.Future[Transcription]:
+        loop = asyncio.get_running_loop()
+        return loop.run_in_executor(self._executor, self._stt.transcribe, audio, speech_ratio)
+
+    def _start_decode(
+        self,
+        uid: str,
+        audio: FloatArray,
+        speech_ratio: float,
+        parts: list[asyncio.Future[Transcription]],
+    ) -> None:
+        if len(audio):
+            parts = [*parts, self._submit_decode(audio, speech_ratio)]
+        task = asyncio.create_task(self._decode(uid, parts), name=f"decode-{uid}")
         self._decodes.add(task)
         task.add_done_callback(self._decodes.discard)
 
-    async def _decode(self, uid: str, audio: FloatArray, speech_ratio: float) -> None:
-        loop = asyncio.get_running_loop()
-        try:
-            result: Transcription = await loop.run_in_executor(
-                self._executor, self._stt.transcribe, audio, speech_ratio
-            )
-        except Exception as err:
-            _LOGGER.exception("transcription failed for %s", uid)
-            self._emit(UtteranceFailed(utterance=uid, reason="stt_error", detail=str(err), ts=time.time()))
+    async def _decode(self, uid: str, parts: list[asyncio.Future[Transcription]]) -> None:
+        outcomes = await asyncio.gather(*parts, return_exceptions=True)
+        results = [r for r in outcomes if isinstance(r, Transcription)]
+        errors = [r for r in outcomes if not isinstance(r, Transcription)]
+        if errors:
+            err = errors[0]
+            _LOGGER.error("transcription failed for %s", uid, exc_info=err)
+            where = f"part {outcomes.index(err) + 1} of {len(outcomes)}: " if len(outcomes) > 1 else ""
+            detail = f"{where}{err}"
+            self._emit(UtteranceFailed(utterance=uid, reason="stt_error", detail=detail, ts=time.time()))
             return
+        if len(results) == 1:
+            result = results[0]
+        else:  # a long utterance's parts (none: cannot happen, reported as no speech)
+            result = join_transcriptions(results, results[-1].language if results else "")
         if not result.text:
             self._emit(UtteranceFailed(utterance=uid, reason="no_speech", detail="", ts=time.time()))
             return

@@ -10,7 +10,8 @@ import numpy as np
 
 from audio.hearing_settings import HearingSettings
 from audio.stt import Transcription, WhisperTranscriber
-from audio.vad import UtteranceComplete, segment_audio
+from audio.utterance_parts import join_transcriptions
+from audio.vad import UtteranceComplete, UtterancePart, UtteranceRejected, segment_audio
 from audio.wav import FloatArray, WavError, load_audio
 
 _LOGGER = logging.getLogger(__name__)
@@ -44,25 +45,20 @@ def transcribe_clip(
 ) -> ClipResult:
     """Segment ``samples`` like the Listener does and transcribe every utterance.
 
-    Text is the utterances' texts joined; confidence is their duration-weighted mean (0 when nothing
-    was heard).
+    Text is the utterances' (and long utterances' parts') texts joined; confidence is their
+    duration-weighted mean (0 when nothing was heard; ``join_transcriptions``).
     """
     results: list[Transcription] = []
     rejected: list[str] = []
     for ev in segment_audio(samples, settings):
-        if isinstance(ev, UtteranceComplete):
+        if isinstance(ev, UtterancePart | UtteranceComplete) and len(ev.audio):
             results.append(transcriber.transcribe(ev.audio, speech_ratio=ev.speech_ratio))
-        elif hasattr(ev, "reason"):
+        elif isinstance(ev, UtteranceRejected):
             rejected.append(ev.reason)
-    spoken = [r for r in results if r.text]
-    text = " ".join(r.text for r in spoken)
-    weight = sum(r.audio_ms for r in spoken)
-    conf = sum(r.confidence * r.audio_ms for r in spoken) / weight if weight else 0.0
-    if spoken:
-        conf = max(conf, 0.001)
+    joined = join_transcriptions(results, transcriber.language)
     return ClipResult(
-        text=text,
-        confidence=conf,
+        text=joined.text,
+        confidence=joined.confidence,
         language=transcriber.language,
         audio_ms=round(len(samples) * 1000 / settings.sample_rate),
         decode_ms=sum(r.decode_ms for r in results),

@@ -102,9 +102,16 @@ def looks_looped(tokens: list[int], text: str, generated: int, budget: int) -> b
 
 def beam_wins(beam_text: str, greedy_text: str, hyps: list[Hypothesis]) -> bool:
     """Whether the beam's best words should replace the greedy ones: they differ, hold more of the
-    N-best mass, and do not add a repeated word ("Goodbye Goodbye", a short-window slip)."""
+    N-best mass, do not add a repeated word ("Goodbye Goodbye", a short-window slip) and do not
+    drop more than a quarter of the words (at least one may go). The beam decodes without
+    timestamps and scores by summed log-probability, so over several sentences its best is often
+    the first sentence alone ("Thank you for calling Super Awesome Company." for 25 s of speech):
+    shorter is likelier, not better heard."""
     mine, theirs = one_copy(normalise_for_wer(greedy_text)), one_copy(normalise_for_wer(beam_text))
     if mine == theirs or (has_repeated_word(beam_text) and not has_repeated_word(greedy_text)):
+        return False
+    mine_words, their_words = len(mine.split()), len(theirs.split())
+    if mine_words - their_words > max(1, mine_words // 4):
         return False
     return nbest_stats(beam_text, hyps).posterior > nbest_stats(greedy_text, hyps).posterior
 

@@ -2,7 +2,7 @@
 
 ``SpeechDetector`` decides per frame (webrtcvad AND an energy gate over a tracked noise floor),
 ``Endpointer`` turns the per-frame decisions into utterances (pre-roll, end silence, min/max
-length), and ``FrameSegmenter`` glues both to arbitrary-sized blocks of audio. The runtime
+length; speech longer than Whisper's window is handed on in parts, cut at a pause), and ``FrameSegmenter`` glues both to arbitrary-sized blocks of audio. The runtime
 ``Listener`` and the ``transcribe``/``eval`` tools all go through ``FrameSegmenter``.
 """
 
@@ -31,25 +31,50 @@ class UtteranceBegan:
 
 
 @dataclass(frozen=True, slots=True)
+class UtterancePart:
+    """The utterance goes on past ``max_part_ms``: here is its next part to transcribe now.
+
+    Parts are cut in the middle of the longest pause near the limit; together with the final
+    ``UtteranceComplete`` they hold every sample of the utterance exactly once, in order.
+    """
+
+    audio: FloatArray
+    speech_ratio: float
+    index: int
+    """0 for the first part."""
+
+
+@dataclass(frozen=True, slots=True)
 class UtteranceComplete:
-    """Speech ended; ``audio`` is pre-roll + speech + post-roll, ``speech_ratio`` the share of speech frames."""
+    """Speech ended; ``audio`` is pre-roll + speech + post-roll, ``speech_ratio`` the share of speech frames.
+
+    After ``UtterancePart`` events, ``audio`` is only the rest after the last part (empty when that
+    rest holds no speech), ``speech_ms`` counts the whole utterance and ``earlier_samples`` the
+    samples already handed on in parts.
+    """
 
     audio: FloatArray
     speech_ms: int
     speech_ratio: float
     end_offset: int
     """Stream sample index just after the last speech frame."""
+    earlier_samples: int = 0
+    parts: int = 0
+    """``UtterancePart`` events before this one."""
 
 
 @dataclass(frozen=True, slots=True)
 class UtteranceRejected:
-    """The utterance in progress was dropped (too short or too long)."""
+    """The utterance in progress was dropped (too short)."""
 
-    reason: Literal["too_short", "too_long"]
+    reason: Literal["too_short"]
     speech_ms: int
 
 
-EndpointerEvent = UtteranceBegan | UtteranceComplete | UtteranceRejected
+EndpointerEvent = UtteranceBegan | UtterancePart | UtteranceComplete | UtteranceRejected
+
+_CUT_SEARCH_MS = 8000
+"""A part is cut at the longest pause within this many ms before ``max_part_ms`` (quietest frame if none)."""
 
 
 def frame_level_db(frame: FloatArray) -> float:
@@ -96,9 +121,11 @@ class SpeechDetector:
 class Endpointer:
     """Pure, clock-free segmenter: feed it frames with a speech decision, get utterance events.
 
-    Time is counted in frames only. States: idle (keeping a pre-roll ring), in speech (collecting
-    audio until ``end_silence_ms`` of non-speech), and draining after a too-long utterance (waiting
-    for silence before it listens again).
+    Time is counted in frames only. States: idle (keeping a pre-roll ring) and in speech
+    (collecting audio until ``end_silence_ms`` of non-speech). An utterance that reaches
+    ``max_part_ms`` is handed on in parts (``UtterancePart``, cut in a pause); one that reaches
+    ``max_utterance_ms`` ends there as if the speaker had paused, and the next one starts as soon as
+    speech goes on (the pre-roll ring keeps what comes meanwhile).
     """
 
     def __init__(self, settings: HearingSettings) -> None:
@@ -110,13 +137,19 @@ class Endpointer:
         self._post_frames = min(self._end_frames, settings.post_roll_ms // fms)
         self._min_ms = settings.min_utterance_ms
         self._max_frames = max(1, settings.max_utterance_ms // fms)
+        self._part_frames = max(2, settings.max_part_ms // fms)
+        self._search_frames = max(1, min(self._part_frames - 1, _CUT_SEARCH_MS // fms))
         self._pre_frames = settings.pre_roll_ms // fms
         self._ring: deque[tuple[FloatArray, bool]] = deque(maxlen=self._pre_frames + self._start_window)
         self._frames: list[FloatArray] = []
         self._flags: list[bool] = []
         self._silence_run = 0
-        self._state: Literal["idle", "speech", "drain"] = "idle"
+        self._state: Literal["idle", "speech"] = "idle"
         self._samples_seen = 0
+        self._parts = 0
+        self._part_samples = 0
+        self._part_frames_total = 0
+        self._part_speech_frames = 0
 
     @property
     def samples_seen(self) -> int:
@@ -135,15 +168,14 @@ class Endpointer:
         self._flags = []
         self._silence_run = 0
         self._state = "idle"
+        self._parts = 0
+        self._part_samples = 0
+        self._part_frames_total = 0
+        self._part_speech_frames = 0
 
     def process(self, frame: FloatArray, is_speech: bool) -> list[EndpointerEvent]:
         """Take one frame and its speech decision; return the events it causes (often none)."""
         self._samples_seen += len(frame)
-        if self._state == "drain":
-            self._silence_run = 0 if is_speech else self._silence_run + 1
-            if self._silence_run >= self._end_frames:
-                self.reset()
-            return []
         if self._state == "idle":
             return self._process_idle(frame, is_speech)
         return self._process_speech(frame, is_speech)
@@ -173,35 +205,73 @@ class Endpointer:
         self._flags.append(is_speech)
         self._silence_run = 0 if is_speech else self._silence_run + 1
         if self._silence_run >= self._end_frames:
-            return [self._finish()]
-        if len(self._frames) > self._max_frames:
-            speech_ms = sum(self._flags) * self.frame_ms
-            self._frames, self._flags = [], []
-            self._state = "drain"
-            self._silence_run = 0
-            return [UtteranceRejected(reason="too_long", speech_ms=speech_ms)]
+            return [self._finish(trailing=self._silence_run)]
+        if self._part_frames_total + len(self._frames) >= self._max_frames:
+            return [self._finish(trailing=0)]
+        if len(self._frames) >= self._part_frames:
+            return [self._cut_part()]
         return []
 
-    def _finish(self) -> EndpointerEvent:
-        keep = len(self._frames) - self._silence_run + self._post_frames
-        flags = self._flags[: len(self._flags) - self._silence_run]
-        first = next((i for i, f in enumerate(flags) if f), 0)
+    def _cut_index(self) -> int:
+        """Where to cut the current part: the middle of the longest non-speech run in the search
+        window (the latest of equals), else before the quietest frame there."""
+        lo = len(self._frames) - self._search_frames
+        best_len, best_mid, run = 0, -1, 0
+        for i in range(lo, len(self._frames)):
+            run = 0 if self._flags[i] else run + 1
+            if run and run >= best_len:
+                best_len, best_mid = run, i + 1 - run // 2
+        if best_mid > 0:
+            return best_mid
+        levels = [frame_level_db(f) for f in self._frames[lo:]]
+        return lo + int(np.argmin(levels))
+
+    def _cut_part(self) -> EndpointerEvent:
+        cut = self._cut_index()
+        flags = self._flags[:cut]
+        first = next((i for i, f in enumerate(flags) if f), 0) if self._parts == 0 else 0
+        ratio = sum(flags[first:]) / max(1, len(flags) - first)
+        audio = np.concatenate(self._frames[:cut]).astype(np.float32)
+        event = UtterancePart(audio=audio, speech_ratio=ratio, index=self._parts)
+        self._parts += 1
+        self._part_samples += len(audio)
+        self._part_frames_total += cut
+        self._part_speech_frames += len(flags) - first
+        self._frames, self._flags = self._frames[cut:], self._flags[cut:]
+        return event
+
+    def _finish(self, trailing: int) -> EndpointerEvent:
+        """End the utterance; ``trailing`` non-speech frames at the end are cut to the post-roll."""
+        trailing = min(trailing, len(self._frames))  # a part may have taken the start of the pause
+        keep = len(self._frames) - trailing + min(trailing, self._post_frames)
+        flags = self._flags[: len(self._flags) - trailing]
+        parts, earlier = self._parts, self._part_samples
+        first = next((i for i, f in enumerate(flags) if f), 0) if parts == 0 else 0
         voiced_span = flags[first:]
-        speech_ms = len(voiced_span) * self.frame_ms
+        speech_ms = (len(voiced_span) + self._part_speech_frames) * self.frame_ms
         ratio = sum(voiced_span) / max(1, len(voiced_span))
-        audio = np.concatenate(self._frames[:keep]).astype(np.float32)
+        audio = np.concatenate([np.zeros(0, np.float32), *self._frames[:keep]]).astype(np.float32)
+        if parts and not any(flags):
+            audio = audio[:0]  # only the pause after the last part: nothing left to transcribe
         end_offset = self._samples_seen - sum(len(f) for f in self._frames[len(flags) :])
         self.reset()
         if speech_ms < self._min_ms:
             return UtteranceRejected(reason="too_short", speech_ms=speech_ms)
-        return UtteranceComplete(audio=audio, speech_ms=speech_ms, speech_ratio=ratio, end_offset=end_offset)
+        return UtteranceComplete(
+            audio=audio,
+            speech_ms=speech_ms,
+            speech_ratio=ratio,
+            end_offset=end_offset,
+            earlier_samples=earlier,
+            parts=parts,
+        )
 
     def flush(self) -> list[EndpointerEvent]:
         """End the stream: an utterance in progress ends as if silence followed it."""
         if self._state != "speech":
             self.reset()
             return []
-        return [self._finish()]
+        return [self._finish(trailing=self._silence_run)]
 
 
 class FrameSegmenter:

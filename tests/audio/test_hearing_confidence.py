@@ -223,6 +223,16 @@ def test_nbest_stats_and_when_the_beam_wins() -> None:
     clearer = [hyp("Five.", -0.5), hyp("Bye.", -2.0)]
     assert beam_wins("Five.", "Bye.", clearer)
     assert not beam_wins("Goodbye Goodbye", "Goodbye.", [hyp("Goodbye Goodbye", -0.1)])  # no new repeat
+    # The beam may not drop sentences: shorter hypotheses hold more summed-probability mass.
+    greedy = "Thank you for calling. If you know the extension, dial it now."
+    first_only = [hyp("Thank you for calling.", -3.0), hyp(greedy, -9.0)]
+    assert not beam_wins("Thank you for calling.", greedy, first_only)
+    assert beam_wins(
+        "Thank you for calling. If you know the extension dial it.",
+        greedy,
+        [hyp("Thank you for calling. If you know the extension dial it.", -3.0), hyp(greedy, -9.0)],
+    )  # two of twelve words dropped: allowed
+    assert beam_wins("Five.", "Five. Bye.", [hyp("Five.", -1.0), hyp("Five. Bye.", -4.0)])  # one word may go
 
 
 def test_unstable_decode_lowers_the_score() -> None:

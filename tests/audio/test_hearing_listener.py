@@ -21,8 +21,9 @@ from audio.events import (
 )
 from audio.hearing_settings import HearingSettings
 from audio.listener import Listener
-from audio.stt import WhisperTranscriber
+from audio.stt import Transcription, WhisperTranscriber
 from audio.wav import FloatArray, encode_wav
+from audio.wer import word_errors
 
 SPEED = 4.0  # the simulated microphone runs 4x real time to keep the suite short
 
@@ -278,3 +279,78 @@ async def test_close_during_a_slow_open_leaves_the_device_closed(
     await rec.wait_for(lambda e: isinstance(e, AudioDeviceProblem) and not e.ok)
     await listener.aclose()
     assert not mic.is_open
+
+
+class CallLog:
+    """Wraps a transcriber and records when each decode started (the real model does the work)."""
+
+    def __init__(self, inner: WhisperTranscriber, rec: Recorder) -> None:
+        self.inner = inner
+        self.rec = rec
+        self.started: list[int] = []
+        """For each decode, how many events had been emitted when it started."""
+
+    def load(self) -> None:
+        self.inner.load()
+
+    def set_language(self, lang: str) -> None:
+        self.inner.set_language(lang)
+
+    def transcribe(self, samples: FloatArray, speech_ratio: float | None = None) -> Transcription:
+        self.started.append(len(self.rec.events))
+        return self.inner.transcribe(samples, speech_ratio)
+
+
+async def test_long_speech_is_transcribed_in_parts_into_one_transcript(
+    hearing_transcriber: WhisperTranscriber, hearing_say: Callable[[str], FloatArray]
+) -> None:
+    sentences = [
+        "Once upon a time there was a little robot.",
+        "It lived in a small house by the sea.",
+        "Every morning it watched the boats go out.",
+    ]
+    pause = np.zeros(8000, np.float32)  # 0.5 s: shorter than the end-of-speech silence
+    audio = np.concatenate([x for s in sentences for x in (hearing_say(s), pause)])
+    settings = HearingSettings(reopen_interval_s=0.1, max_part_ms=5000)
+    rec = Recorder()
+    log = CallLog(hearing_transcriber, rec)
+    mic = SimulatedMicrophone(speed=SPEED, noise_db=-70)
+    listener = Listener(settings, mic, log, rec, utterance_ids=lambda: "u1")
+    await listener.open()
+    mic.feed(audio)
+    done = await rec.wait_for(closes)
+    await listener.aclose()
+    assert [type(e) for e in rec.events] == [SpeechStarted, SpeechEnded, Transcribed]
+    assert isinstance(done, Transcribed)
+    reference = " ".join(sentences)
+    assert word_errors(reference, done.text) <= 2, done.text
+    assert done.confidence >= 0.4
+    ended = rec.events[1]
+    assert isinstance(ended, SpeechEnded) and ended.audio_ms >= len(audio) * 1000 // 16000 - 600
+    # Parts were decoded while the speaker was still talking: before SpeechEnded (event 2) was out.
+    assert len(log.started) >= 2 and log.started[0] == 1
+
+
+async def test_long_speech_interrupted_after_a_part_gives_no_transcript(
+    hearing_transcriber: WhisperTranscriber, hearing_say: Callable[[str], FloatArray]
+) -> None:
+    said = hearing_say("Once upon a time there was a little robot.")
+    pause = np.zeros(8000, np.float32)
+    settings = HearingSettings(reopen_interval_s=0.1, max_part_ms=3000)
+    rec = Recorder()
+    log = CallLog(hearing_transcriber, rec)
+    mic = SimulatedMicrophone(speed=SPEED, noise_db=-70)
+    listener = Listener(settings, mic, log, rec, utterance_ids=lambda: "u1")
+    await listener.open()
+    mic.feed(np.concatenate([said, pause] * 4))
+    for _ in range(200):
+        if log.started:
+            break
+        await asyncio.sleep(0.02)
+    assert log.started, "no part was decoded while the speaker talked"
+    listener.set_speaking(True)  # half-duplex: the device starts a reply mid-utterance
+    failed = await rec.wait_for(closes)
+    await asyncio.sleep(1.0)  # a part decode still running must not produce a transcript
+    await listener.aclose()
+    assert isinstance(failed, UtteranceFailed) and failed.reason == "interrupted"
+    assert [type(e) for e in rec.events] == [SpeechStarted, UtteranceFailed]

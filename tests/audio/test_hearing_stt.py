@@ -185,3 +185,31 @@ def test_the_early_beam_gives_what_a_beam_after_the_greedy_pass_gives(
         (r.text, r.confidence, r.features) for r in after
     ]
     assert sum(r.features is not None and r.features.nbest_posterior < 1.0 for r in early) >= 3
+
+
+def test_story_longer_than_whisper_window_is_transcribed_whole(
+    hearing_transcriber: WhisperTranscriber,
+    hearing_settings: HearingSettings,
+    hearing_say: Callable[[str], FloatArray],
+) -> None:
+    story = [
+        "Once upon a time there was a little robot who lived in a small house by the sea.",
+        "Every morning it rolled down to the harbour and watched the fishing boats go out.",
+        "The fishermen waved at it, and the robot waved back with its shiny metal arm.",
+        "One day a big storm came, and the boats could not find their way home in the dark.",
+        "So the little robot climbed up the lighthouse and switched on its brightest lights.",
+        "The boats followed the light and every one of them came safely back to the harbour.",
+        "After that night the fishermen brought the robot a fresh battery every single week.",
+        "And the little robot was never lonely again.",
+    ]
+    pause = hearing_silence(0.45)  # between sentences: shorter than the end-of-speech silence
+    clip = np.concatenate([x for s in story for x in (hearing_say(s), pause)])
+    assert len(clip) / 16000 > 33  # longer than one Whisper window
+    events = segment_audio(clip, hearing_settings)
+    assert sum(isinstance(e, UtteranceComplete) for e in events) == 1  # one utterance, in parts
+    res = transcribe_clip(clip, hearing_transcriber, hearing_settings)
+    assert len(res.utterances) >= 2
+    reference = " ".join(story)
+    errors = word_errors(reference, res.text)
+    assert errors <= 0.05 * len(normalise_for_wer(reference).split()), res.text
+    assert res.confidence >= ACCEPT

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -12,6 +14,7 @@ from audio.vad import (
     SpeechDetector,
     UtteranceBegan,
     UtteranceComplete,
+    UtterancePart,
     UtteranceRejected,
 )
 
@@ -88,16 +91,77 @@ def test_too_short(settings: HearingSettings) -> None:
     assert isinstance(rej, UtteranceRejected) and rej.reason == "too_short" and rej.speech_ms == 90
 
 
-def test_too_long_then_waits_for_silence(settings: HearingSettings) -> None:
-    ep = Endpointer(settings)
-    events = run(ep, "." * 5 + "s" * 150)
-    assert [type(e) for _, e in events] == [UtteranceBegan, UtteranceRejected]
-    assert isinstance(events[1][1], UtteranceRejected) and events[1][1].reason == "too_long"
+def samples_of(events: list[tuple[int, EndpointerEvent]]) -> list[int]:
+    """Frame values of every part and the final rest, in order (each frame holds its index)."""
+    out: list[int] = []
+    for _, ev in events:
+        if isinstance(ev, UtterancePart | UtteranceComplete):
+            out += [int(v) for v in ev.audio[::FRAME]]
+    return out
+
+
+def long_settings(settings: HearingSettings) -> HearingSettings:
+    return replace(settings, max_part_ms=3000, max_utterance_ms=30000)  # 100-frame parts
+
+
+def test_long_speech_is_cut_into_parts_at_the_longest_pause(settings: HearingSettings) -> None:
+    # 220 frames of talk with short pauses; the longest pause before frame 100 is at 80..83.
+    talk = ["s"] * 220
+    for i in (30, 31, 60, 80, 81, 82, 83, 95, 150, 151, 152, 190):
+        talk[i] = "."
+    pattern = "." * 5 + "".join(talk) + "." * 12
+    ep = Endpointer(long_settings(settings))
+    events = run(ep, pattern)
+    kinds = [type(e) for _, e in events]
+    assert kinds == [UtteranceBegan, UtterancePart, UtterancePart, UtteranceComplete]
+    first, second = events[1][1], events[2][1]
+    assert isinstance(first, UtterancePart) and isinstance(second, UtterancePart)
+    assert (first.index, second.index) == (0, 1)
+    # Each part ends in the middle of the longest pause before it reached 100 frames: stream
+    # frames 85..88 (talk 80..83), then 155..157 (talk 150..152).
+    assert int(first.audio[-1]) == 86
+    assert int(second.audio[0]) == 87 and int(second.audio[-1]) == 156
+    # Nothing lost, nothing twice: pre-roll, all the talk, the post-roll, in order.
+    assert samples_of(events) == list(range(0, 5 + 220 + 2))
+    done = events[-1][1]
+    assert isinstance(done, UtteranceComplete)
+    assert done.parts == 2
+    assert done.earlier_samples == len(first.audio) + len(second.audio)
+    assert done.speech_ms == 220 * 30
     assert not ep.in_speech
-    # Still talking: nothing new starts until end_silence of quiet, then it listens again.
-    assert run(ep, "s" * 30) == []
-    again = run(ep, "." * 10 + "." * 5 + "s" * 10 + "." * 12)
-    assert [type(e) for _, e in again] == [UtteranceBegan, UtteranceComplete]
+
+
+def test_part_without_any_pause_is_cut_at_the_quietest_frame(settings: HearingSettings) -> None:
+    ep = Endpointer(long_settings(settings))
+    levels = np.full(300, 0.5, dtype=np.float32)
+    levels[90] = 0.01
+    events: list[EndpointerEvent] = []
+    for i in range(300):
+        events += ep.process(np.full(FRAME, levels[i], dtype=np.float32), i < 280)
+    part = next(e for e in events if isinstance(e, UtterancePart))
+    assert len(part.audio) == 90 * FRAME  # cut just before the quiet frame
+    assert part.speech_ratio == 1.0
+
+
+def test_rest_after_the_last_part_without_speech_is_empty(settings: HearingSettings) -> None:
+    ep = Endpointer(long_settings(settings))
+    # A part is cut at frame 100 in the pause at 97..99; speech never comes back.
+    events = run(ep, "s" * 97 + "." * 20)
+    kinds = [type(e) for _, e in events]
+    assert kinds == [UtteranceBegan, UtterancePart, UtteranceComplete]
+    done = events[-1][1]
+    assert isinstance(done, UtteranceComplete) and len(done.audio) == 0 and done.parts == 1
+
+
+def test_longest_utterance_ends_and_the_next_starts_without_a_gap(settings: HearingSettings) -> None:
+    ep = Endpointer(replace(settings, max_utterance_ms=3000))  # 100 frames
+    events = run(ep, "." * 5 + "s" * 300 + "." * 12)
+    kinds = [type(e) for _, e in events]
+    assert kinds == [UtteranceBegan, UtteranceComplete] * 4
+    first_end = events[1][1]
+    assert isinstance(first_end, UtteranceComplete) and first_end.speech_ms == 95 * 30
+    # The utterances after the first take every frame the first did not have.
+    assert samples_of(events) == list(range(0, 5 + 300 + 2))
 
 
 def test_flush_ends_utterance(settings: HearingSettings) -> None:
