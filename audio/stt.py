@@ -360,7 +360,7 @@ class WhisperTranscriber:
         else:  # the greedy pass was redone on the full window: a beam over that one
             hyps = self._beam(d.encoder_output, n_samples)
         best = next((h for h in hyps if not h.looped and normalise_text(h.text)), None)
-        if best is None or not beam_wins(best.text, d.text, hyps):
+        if best is None or not beam_wins(best.text, d.text, hyps, n_samples / SAMPLE_RATE):
             return d, nbest_stats(d.text, hyps), False
         probs = self._token_probs(d.encoder_output, best.tokens, n_samples)
         changed = replace(

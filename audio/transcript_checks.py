@@ -100,18 +100,33 @@ def looks_looped(tokens: list[int], text: str, generated: int, budget: int) -> b
     )
 
 
-def beam_wins(beam_text: str, greedy_text: str, hyps: list[Hypothesis]) -> bool:
+def stopped_early(beam_text: str, greedy_text: str, audio_s: float) -> bool:
+    """Whether the beam's words are the greedy ones cut short: the greedy text's first words (at
+    most one in five different) and fewer than one word per second of audio. The beam decodes
+    without timestamps and scores by summed log-probability, so over several sentences its best is
+    often the first sentence alone ("Thank you for calling Super Awesome Company." for 25 s of
+    speech the greedy pass read whole): shorter is likelier, not better heard."""
+    beam, greedy = normalise_for_wer(beam_text).split(), normalise_for_wer(greedy_text).split()
+    if not beam or len(beam) >= len(greedy):
+        return False
+    head = greedy[: len(beam)]
+    differ = sum(a != b for a, b in zip(head, beam, strict=True))
+    return differ <= len(beam) // 5 and len(beam) / max(audio_s, 0.5) < STOPPED_EARLY_WORDS_PER_S
+
+
+STOPPED_EARLY_WORDS_PER_S = 1.0
+"""Below this rate (words per second of audio) a beam text that is the greedy text cut short has
+stopped early (speech runs at 2-3 words per second)."""
+
+
+def beam_wins(beam_text: str, greedy_text: str, hyps: list[Hypothesis], audio_s: float) -> bool:
     """Whether the beam's best words should replace the greedy ones: they differ, hold more of the
-    N-best mass, do not add a repeated word ("Goodbye Goodbye", a short-window slip) and do not
-    drop more than a quarter of the words (at least one may go). The beam decodes without
-    timestamps and scores by summed log-probability, so over several sentences its best is often
-    the first sentence alone ("Thank you for calling Super Awesome Company." for 25 s of speech):
-    shorter is likelier, not better heard."""
+    N-best mass, do not add a repeated word ("Goodbye Goodbye", a short-window slip) and did not
+    stop early (``stopped_early``) over ``audio_s`` seconds of audio."""
     mine, theirs = one_copy(normalise_for_wer(greedy_text)), one_copy(normalise_for_wer(beam_text))
     if mine == theirs or (has_repeated_word(beam_text) and not has_repeated_word(greedy_text)):
         return False
-    mine_words, their_words = len(mine.split()), len(theirs.split())
-    if mine_words - their_words > max(1, mine_words // 4):
+    if stopped_early(beam_text, greedy_text, audio_s):
         return False
     return nbest_stats(beam_text, hyps).posterior > nbest_stats(greedy_text, hyps).posterior
 

@@ -219,20 +219,29 @@ def test_nbest_stats_and_when_the_beam_wins() -> None:
     stats = nbest_stats("Bye", torn)
     assert stats.posterior == pytest.approx(0.5) and stats.word_agreement == pytest.approx(0.5)
     assert nbest_stats("six", torn).posterior == pytest.approx(0.0, abs=1e-9)
-    assert not beam_wins("Five.", "Bye.", torn)  # equal mass: keep the greedy words
+    assert not beam_wins("Five.", "Bye.", torn, 1.0)  # equal mass: keep the greedy words
     clearer = [hyp("Five.", -0.5), hyp("Bye.", -2.0)]
-    assert beam_wins("Five.", "Bye.", clearer)
-    assert not beam_wins("Goodbye Goodbye", "Goodbye.", [hyp("Goodbye Goodbye", -0.1)])  # no new repeat
-    # The beam may not drop sentences: shorter hypotheses hold more summed-probability mass.
-    greedy = "Thank you for calling. If you know the extension, dial it now."
+    assert beam_wins("Five.", "Bye.", clearer, 1.0)
+    no_repeat = [hyp("Goodbye Goodbye", -0.1)]
+    assert not beam_wins("Goodbye Goodbye", "Goodbye.", no_repeat, 1.0)  # no new repeat
+    # The beam may not stop early: shorter hypotheses hold more summed-probability mass.
+    greedy = "Thank you for calling. If you know the extension, dial it now. Or press 0."
     first_only = [hyp("Thank you for calling.", -3.0), hyp(greedy, -9.0)]
-    assert not beam_wins("Thank you for calling.", greedy, first_only)
-    assert beam_wins(
-        "Thank you for calling. If you know the extension dial it.",
-        greedy,
-        [hyp("Thank you for calling. If you know the extension dial it.", -3.0), hyp(greedy, -9.0)],
-    )  # two of twelve words dropped: allowed
-    assert beam_wins("Five.", "Five. Bye.", [hyp("Five.", -1.0), hyp("Five. Bye.", -4.0)])  # one word may go
+    assert not beam_wins("Thank you for calling.", greedy, first_only, 8.0)  # 0.5 words/s
+    assert beam_wins("Thank you for calling.", greedy, first_only, 2.0)  # 2 words/s: a real reading
+    # A different, shorter reading (junk the greedy pass invented over a mumble) still wins.
+    junk = [hyp("You.", -1.0), hyp("I'm going to go ahead and see.", -6.0)]
+    assert beam_wins("You.", "I'm going to go ahead and see.", junk, 2.0)
+
+
+def test_stopped_early() -> None:
+    from audio.transcript_checks import stopped_early
+
+    greedy = "Press 1 to list users. Press 2 to kick all users. Press 3 to mute them."
+    assert stopped_early("Press one to list users.", greedy, 15.0)  # numbers spelled either way
+    assert not stopped_early("Press one to list users.", greedy, 4.0)
+    assert not stopped_early("Please wait.", greedy, 15.0)  # not the greedy text's start
+    assert not stopped_early(greedy, greedy, 15.0) and not stopped_early("", greedy, 15.0)
 
 
 def test_unstable_decode_lowers_the_score() -> None:
