@@ -301,6 +301,17 @@ class CallLog:
         return self.inner.transcribe(samples, speech_ratio)
 
 
+def make_logged(
+    transcriber: WhisperTranscriber, max_part_ms: int
+) -> tuple[Listener, SimulatedMicrophone, Recorder, CallLog]:
+    """A Listener with short parts whose decodes are logged."""
+    settings = HearingSettings(reopen_interval_s=0.1, max_part_ms=max_part_ms)
+    rec = Recorder()
+    log = CallLog(transcriber, rec)
+    mic = SimulatedMicrophone(speed=SPEED, noise_db=-70)
+    return Listener(settings, mic, log, rec, utterance_ids=lambda: "u1"), mic, rec, log
+
+
 async def test_long_speech_is_transcribed_in_parts_into_one_transcript(
     hearing_transcriber: WhisperTranscriber, hearing_say: Callable[[str], FloatArray]
 ) -> None:
@@ -311,11 +322,7 @@ async def test_long_speech_is_transcribed_in_parts_into_one_transcript(
     ]
     pause = np.zeros(8000, np.float32)  # 0.5 s: shorter than the end-of-speech silence
     audio = np.concatenate([x for s in sentences for x in (hearing_say(s), pause)])
-    settings = HearingSettings(reopen_interval_s=0.1, max_part_ms=5000)
-    rec = Recorder()
-    log = CallLog(hearing_transcriber, rec)
-    mic = SimulatedMicrophone(speed=SPEED, noise_db=-70)
-    listener = Listener(settings, mic, log, rec, utterance_ids=lambda: "u1")
+    listener, mic, rec, log = make_logged(hearing_transcriber, max_part_ms=5000)
     await listener.open()
     mic.feed(audio)
     done = await rec.wait_for(closes)
@@ -336,11 +343,7 @@ async def test_long_speech_interrupted_after_a_part_gives_no_transcript(
 ) -> None:
     said = hearing_say("Once upon a time there was a little robot.")
     pause = np.zeros(8000, np.float32)
-    settings = HearingSettings(reopen_interval_s=0.1, max_part_ms=3000)
-    rec = Recorder()
-    log = CallLog(hearing_transcriber, rec)
-    mic = SimulatedMicrophone(speed=SPEED, noise_db=-70)
-    listener = Listener(settings, mic, log, rec, utterance_ids=lambda: "u1")
+    listener, mic, rec, log = make_logged(hearing_transcriber, max_part_ms=3000)
     await listener.open()
     mic.feed(np.concatenate([said, pause] * 4))
     for _ in range(200):
