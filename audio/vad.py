@@ -73,6 +73,9 @@ class UtteranceRejected:
 
 EndpointerEvent = UtteranceBegan | UtterancePart | UtteranceComplete | UtteranceRejected
 
+MAX_PART_MS = 28000
+"""Longest part ever handed to the transcriber, in ms (Whisper decodes 30 s at most)."""
+
 _CUT_SEARCH_MS = 8000
 """A part is cut at the longest pause within this many ms before ``max_part_ms`` (quietest frame if none)."""
 
@@ -137,7 +140,11 @@ class Endpointer:
         self._post_frames = min(self._end_frames, settings.post_roll_ms // fms)
         self._min_ms = settings.min_utterance_ms
         self._max_frames = max(1, settings.max_utterance_ms // fms)
-        self._part_frames = max(2, settings.max_part_ms // fms)
+        part_ms = settings.max_part_ms
+        if part_ms > MAX_PART_MS:
+            _LOGGER.warning("hearing.max_part_ms %d is over Whisper's window: using %d", part_ms, MAX_PART_MS)
+            part_ms = MAX_PART_MS
+        self._part_frames = max(2, part_ms // fms)
         self._search_frames = max(1, min(self._part_frames - 1, _CUT_SEARCH_MS // fms))
         self._pre_frames = settings.pre_roll_ms // fms
         self._ring: deque[tuple[FloatArray, bool]] = deque(maxlen=self._pre_frames + self._start_window)

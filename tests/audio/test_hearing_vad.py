@@ -143,6 +143,16 @@ def test_part_without_any_pause_is_cut_at_the_quietest_frame(settings: HearingSe
     assert part.speech_ratio == 1.0
 
 
+def test_parts_never_exceed_whisper_window(
+    settings: HearingSettings, caplog: pytest.LogCaptureFixture
+) -> None:
+    ep = Endpointer(replace(settings, max_part_ms=60000, max_utterance_ms=120000))
+    assert "over Whisper's window" in caplog.text
+    events = run(ep, "s" * 1000)
+    part = next(e for _, e in events if isinstance(e, UtterancePart))
+    assert len(part.audio) <= 28000 * 16
+
+
 def test_rest_after_the_last_part_without_speech_is_empty(settings: HearingSettings) -> None:
     ep = Endpointer(long_settings(settings))
     # A part is cut at frame 100 in the pause at 97..99; speech never comes back.
