@@ -42,6 +42,7 @@ from audio.transcript_checks import (
     keep_segments,
     looks_looped,
     nbest_stats,
+    stopped_early,
     unlooped,
 )
 from audio.voice_prob import CHUNK, voice_probability
@@ -359,6 +360,10 @@ class WhisperTranscriber:
             hyps = early.hypotheses.result()
         else:  # the greedy pass was redone on the full window: a beam over that one
             hyps = self._beam(d.encoder_output, n_samples)
+        # A hypothesis that is the greedy text cut short is the beam's length bias, not a rival reading.
+        hyps = [h for h in hyps if not stopped_early(h.text, d.text, n_samples / SAMPLE_RATE)]
+        if not hyps:
+            return d, NBest(1.0, 1.0), False
         best = next((h for h in hyps if not h.looped and normalise_text(h.text)), None)
         if best is None or not beam_wins(best.text, d.text, hyps, n_samples / SAMPLE_RATE):
             return d, nbest_stats(d.text, hyps), False
