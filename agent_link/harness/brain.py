@@ -3,7 +3,12 @@
 Feed it device events with ``handle(event, now)`` and the passing time with ``tick(now)``; it
 returns agent actions (``Reply``, ``Sleep``, ``AllowSleep``, ``Note``) for a runner to send.
 Modes are code: free conversation, an activity, or the "shall we stop?" question. A transcript
-heard poorly (confidence below ``min_confidence``) never changes the mode.
+heard poorly (confidence below ``min_confidence``) never changes the mode, as the companion's
+product note has it: a stop request or a yes to "shall we stop?" makes her ask (again) whether to
+stop; a choice of activity, a goodbye (or a no that would end the talk) makes her say she did not
+catch that and ask to repeat. What commits to nothing is handled as usual: "what can we do?" (or a
+yes to an offer) and an ordinary activity answer, except one that would finish the activity. Free
+chat heard poorly is asked again too (replying to a mumble heard as "You" helps nobody).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from agent_link.harness.activities import Activity, default_activities, words
 from agent_link.harness.companion_settings import CompanionSettings
 
 GREETING = "[happy] Hi! How are you doing today?"
-UNHEARD = "[confused] Sorry, I didn't catch that."
+UNHEARD = "[confused] Sorry, I didn't catch that. Could you say it again?"
 GOODBYE = "[happy] Good night! Tap me when you want to talk again."
 DISMISSED = "[happy] That's fine, I'm here when you want me. Tap me when you want to talk again."
 
@@ -276,17 +281,23 @@ class CompanionBrain:
             note = f"left {title}"
         return [Note(note), AllowSleep(True), self._say(text)]
 
+    def _unheard(self, confidence: float) -> list[AgentAction]:
+        return [Note(f"heard poorly ({confidence:.2f}): no change"), self._say(UNHEARD)]
+
     def _free(self, text: str, confidence: float) -> list[AgentAction]:
         was_offered, self.just_offered = self.just_offered, False
-        if self._poor(confidence):
-            return [Note(f"heard poorly ({confidence:.2f}): no change"), self._say(UNHEARD)]
+        asks_for_list = is_list_request(text) or (was_offered and is_yes(text))
         chosen = next((a for a in self.activities if a.named_in(text)), None)
+        commits = chosen is not None or is_goodbye(text)
+        if self._poor(confidence) and (commits or not asks_for_list):
+            self.just_offered = was_offered  # the offer still stands for the repeated answer
+            return self._unheard(confidence)
         if is_goodbye(text):
             self.asked_how = False
             return self._goodbye(GOODBYE)
         if chosen is not None and not is_no(text):
             return self._start(chosen)
-        if is_list_request(text) or (was_offered and is_yes(text)):
+        if asks_for_list:
             self.offered = self.just_offered = True
             self.asked_how = False
             return [
@@ -317,11 +328,11 @@ class CompanionBrain:
             if self._poor(confidence):
                 return self._ask_stop("[confused] Sorry, I didn't catch that.")
             return self._leave()
-        if self._poor(confidence):
-            return [Note(f"heard poorly ({confidence:.2f}): no change"), self._say(UNHEARD)]
         if is_want_out(text):
             return self._ask_stop("[thinking]")
         result = self.activity.respond(self.turn, text)
+        if result.done and self._poor(confidence):
+            return self._unheard(confidence)  # finishing would leave the activity
         if result.done:
             return self._leave(result.text)
         self.turn += 1

@@ -121,6 +121,28 @@ def test_poorly_heard_never_changes_mode() -> None:
     assert sent_actions[0] == AllowSleep(True)
 
 
+def test_poorly_heard_answers_that_commit_to_nothing_are_handled_as_usual() -> None:
+    brain, ev = awake_brain()
+    offer = replies(brain.handle(ev.transcript("what can we do?", confidence=0.2), 1.0))
+    assert "memory game" in offer[0] and brain.mode is Mode.FREE
+    naming = replies(brain.handle(ev.transcript("can we do the memory game?", confidence=0.2), 1.5))
+    assert naming == [UNHEARD] and brain.activity is None  # a list request naming one commits
+    # A poorly heard "no" to the offer would end the talk: she asks again, and the offer stands.
+    assert replies(brain.handle(ev.transcript("no", confidence=0.2), 2.0)) == [UNHEARD]
+    assert brain.mode is Mode.FREE
+    assert replies(brain.handle(ev.transcript("no", confidence=0.9), 3.0))[0].endswith("[sleep]")
+    assert brain.mode is Mode.CLOSING
+    brain, ev = awake_brain()
+    brain.handle(ev.transcript("memory game", confidence=0.95), 1.0)
+    # An ordinary activity answer heard poorly goes on; the one that would finish it does not.
+    first = replies(brain.handle(ev.transcript("apple river chair", confidence=0.3), 2.0))
+    assert "Next round" in first[0] and brain.mode is Mode.ACTIVITY
+    assert replies(brain.handle(ev.transcript("dog candle green", confidence=0.3), 3.0)) == [UNHEARD]
+    assert brain.mode is Mode.ACTIVITY
+    last = sent(brain.handle(ev.transcript("dog candle green", confidence=0.9), 4.0))
+    assert AllowSleep(True) in last and brain.mode is Mode.FREE
+
+
 def test_silence_sleeps_only_in_free_conversation_and_not_while_speaking() -> None:
     brain, ev = awake_brain(CompanionSettings(sleep_after_silence_s=45))
     assert brain.tick(44.0) == []
