@@ -10,8 +10,8 @@ Event order per utterance: ``SpeechStarted``, then usually ``SpeechEnded``, then
 
 Speech longer than ``max_part_ms`` (Whisper's window) is handed on in parts cut at pauses; each part
 is decoded while the user goes on talking, and the parts make one ``Transcribed`` (text joined,
-confidence weighted by duration). Decodes run one at a time on a single worker thread; a decode already running when the microphone
-closes still completes and emits its result. Opening and closing the source run in order on another
+confidence weighted by duration). Decodes run one at a time on a single worker thread; a decode
+already running when the microphone closes still completes and emits its result. Opening and closing the source run in order on another
 single thread ("mic-io"): finding a device, opening it and refreshing PortAudio's device list while a
 microphone is missing can block for a long time on a Pi, and the event loop must not wait for that.
 A close queued behind a slow open closes what that open produced; an open that finishes after the
@@ -355,7 +355,7 @@ class Listener:
             return
         if len(results) == 1:
             result = results[0]
-        else:  # a long utterance's parts (none: cannot happen, reported as no speech)
+        else:  # a long utterance's parts
             result = join_transcriptions(results, results[-1].language if results else "")
         if not result.text:
             self._emit(UtteranceFailed(utterance=uid, reason="no_speech", detail="", ts=time.time()))

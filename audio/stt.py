@@ -361,11 +361,12 @@ class WhisperTranscriber:
         else:  # the greedy pass was redone on the full window: a beam over that one
             hyps = self._beam(d.encoder_output, n_samples)
         # A hypothesis that is the greedy text cut short is the beam's length bias, not a rival reading.
-        hyps = [h for h in hyps if not stopped_early(h.text, d.text, n_samples / SAMPLE_RATE)]
+        audio_s = n_samples / SAMPLE_RATE
+        hyps = [h for h in hyps if not stopped_early(h.text, d.text, audio_s)]
         if not hyps:
             return d, NBest(1.0, 1.0), False
         best = next((h for h in hyps if not h.looped and normalise_text(h.text)), None)
-        if best is None or not beam_wins(best.text, d.text, hyps, n_samples / SAMPLE_RATE):
+        if best is None or not beam_wins(best.text, d.text, hyps, audio_s):
             return d, nbest_stats(d.text, hyps), False
         probs = self._token_probs(d.encoder_output, best.tokens, n_samples)
         changed = replace(

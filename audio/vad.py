@@ -2,8 +2,9 @@
 
 ``SpeechDetector`` decides per frame (webrtcvad AND an energy gate over a tracked noise floor),
 ``Endpointer`` turns the per-frame decisions into utterances (pre-roll, end silence, min/max
-length; speech longer than Whisper's window is handed on in parts, cut at a pause), and ``FrameSegmenter`` glues both to arbitrary-sized blocks of audio. The runtime
-``Listener`` and the ``transcribe``/``eval`` tools all go through ``FrameSegmenter``.
+length; speech longer than Whisper's window is handed on in parts, cut at a pause), and
+``FrameSegmenter`` glues both to arbitrary-sized blocks of audio. The runtime ``Listener`` and the
+``transcribe``/``eval`` tools all go through ``FrameSegmenter``.
 """
 
 from __future__ import annotations
