@@ -61,7 +61,7 @@ def transcribe_clip(
         confidence=joined.confidence,
         language=transcriber.language,
         audio_ms=round(len(samples) * 1000 / settings.sample_rate),
-        decode_ms=sum(r.decode_ms for r in results),
+        decode_ms=joined.decode_ms,
         utterances=tuple(results),
         rejected=tuple(rejected),
     )

@@ -234,10 +234,15 @@ class Endpointer:
         levels = [frame_level_db(f) for f in self._frames[lo:]]
         return lo + int(np.argmin(levels))
 
+    def _voiced_start(self, flags: list[bool]) -> int:
+        """Index of the first speech frame of the first part (the pre-roll before it is not
+        speech time); later parts count from their start."""
+        return next((i for i, f in enumerate(flags) if f), 0) if self._parts == 0 else 0
+
     def _cut_part(self) -> EndpointerEvent:
         cut = self._cut_index()
         flags = self._flags[:cut]
-        first = next((i for i, f in enumerate(flags) if f), 0) if self._parts == 0 else 0
+        first = self._voiced_start(flags)
         ratio = sum(flags[first:]) / max(1, len(flags) - first)
         audio = np.concatenate(self._frames[:cut]).astype(np.float32)
         event = UtterancePart(audio=audio, speech_ratio=ratio, index=self._parts)
@@ -254,7 +259,7 @@ class Endpointer:
         keep = len(self._frames) - trailing + min(trailing, self._post_frames)
         flags = self._flags[: len(self._flags) - trailing]
         parts, earlier = self._parts, self._part_samples
-        first = next((i for i, f in enumerate(flags) if f), 0) if parts == 0 else 0
+        first = self._voiced_start(flags)
         voiced_span = flags[first:]
         speech_ms = (len(voiced_span) + self._part_speech_frames) * self.frame_ms
         ratio = sum(voiced_span) / max(1, len(voiced_span))
