@@ -67,6 +67,20 @@ def normalise_text(text: str) -> str:
     return " ".join(text.split())
 
 
+def text_key(text: str) -> str:
+    """``text`` normalised with spaces dropped: the same words however spelled apart, cased or
+    punctuated ("Good bye." / "Goodbye" / "goodbye...")."""
+    return normalise_text(text).replace(" ", "")
+
+
+_FILLER_KEYS = frozenset(p.replace(" ", "") for p in FILLER_PHRASES)
+
+
+def is_filler(text: str) -> bool:
+    """Whether ``text`` is one of ``FILLER_PHRASES`` ("Goodnight." counts as "good night")."""
+    return text_key(text) in _FILLER_KEYS
+
+
 @dataclass(frozen=True, slots=True)
 class ConfidenceFeatures:
     """Raw signals from one decode, before calibration."""

@@ -30,6 +30,7 @@ from audio.confidence import (
     calibration_names,
     feature_vector,
     has_repeated_word,
+    is_filler,
     score,
 )
 from audio.cross_check import resolve_model_dir
@@ -281,12 +282,12 @@ def fit_calibrations(rows: list[ClipRow], l2: float = 1.0, cross: bool = True) -
 
 def _typed(f: dict[str, float], text: str = "") -> dict[str, Any]:
     """Feature dict from JSON back to ``ConfidenceFeatures`` field types (older caches: fill gaps,
-    drop features that no longer exist)."""
+    drop features that no longer exist; ``filler`` follows the current phrase rule)."""
     known = {field.name for field in fields(ConfidenceFeatures)}
     out: dict[str, Any] = {k: v for k, v in f.items() if k in known}
     out["fallbacks"] = int(f["fallbacks"])
     out["n_words"] = int(f["n_words"])
-    out["filler"] = bool(f["filler"])
+    out["filler"] = is_filler(text) if text else bool(f["filler"])  # caches follow the current rule
     out["changed_by_beam"] = bool(f.get("changed_by_beam", 0.0))
     out["cross_checked"] = bool(f.get("cross_checked", 0.0))
     out["cross_exact"] = bool(f.get("cross_exact", 0.0))

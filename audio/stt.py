@@ -23,12 +23,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from audio.confidence import FILLER_PHRASES as _FILLERS
 from audio.confidence import (
     ConfidenceFeatures,
     has_repeated_word,
+    is_filler,
     normalise_text,
     score,
+    text_key,
 )
 from audio.confidence_signals import SpellingKeys, StepStats, step_stats
 from audio.cross_check import MoonshineRecogniser, agreement, resolve_model_dir
@@ -273,7 +274,9 @@ class WhisperTranscriber:
         ids: list[int] = list(res.sequences_ids[0])
         stats = step_stats(res.logits[0], ids, self._spelling) if res.logits else StepStats([], [], [])
         audio_s = len(samples) / SAMPLE_RATE
-        tokens, kept, repeated = keep_segments(ids, stats, audio_s, tok.timestamp_begin, tok.eot)
+        tokens, kept, repeated = keep_segments(
+            ids, stats, audio_s, tok.timestamp_begin, tok.eot, key=lambda seg: text_key(tok.decode(seg))
+        )
         text = tok.decode(tokens).strip()
         n = len(ids)
         return _Decode(
@@ -441,7 +444,7 @@ class WhisperTranscriber:
                 level_db=audio_level_db(samples),
                 audio_s=len(samples) / SAMPLE_RATE,
                 n_words=len(normalised.split()),
-                filler=normalised in _FILLERS,
+                filler=is_filler(text),
                 repeated_words=has_repeated_word(text),
                 nbest_posterior=nbest.posterior,
                 nbest_word_agreement=nbest.word_agreement,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -143,12 +144,19 @@ def repeats(items: list[Any], times: int) -> bool:
 
 
 def keep_segments(
-    ids: list[int], stats: StepStats, audio_s: float, ts_begin: int, eot: int
+    ids: list[int],
+    stats: StepStats,
+    audio_s: float,
+    ts_begin: int,
+    eot: int,
+    key: Callable[[list[int]], str] | None = None,
 ) -> tuple[list[int], StepStats, bool]:
     """Text tokens (and their step stats) of a timestamped decode ``ids``: the segments that start
     inside the ``audio_s`` seconds of audio, without repeated segments or a repeated tail. Returns
     (tokens, their stats, whether anything was dropped); ``ts_begin`` and ``eot`` are the
-    tokenizer's first timestamp id and end-of-text id."""
+    tokenizer's first timestamp id and end-of-text id. ``key`` (segment tokens -> comparable text)
+    makes a segment a repeat when it says the same words spelled or punctuated differently
+    ("Goodbye. Good bye."); without it, only the same tokens repeat."""
     segments: list[tuple[float, list[int], list[int]]] = []  # start, tokens, step indices
     start = 0.0
     cur: list[int] = []
@@ -167,17 +175,18 @@ def keep_segments(
     tokens: list[int] = []
     steps: list[int] = []
     repeated = False
-    last: list[int] | None = None
+    last: list[int] | str | None = None
     for seg_start, seg, seg_i in segments:
         if seg_start > 0 and seg_start >= audio_s - 0.1:
             repeated = True  # text placed after the audio ended: invented
             continue
-        if seg == last:
+        this = seg if key is None else key(seg)
+        if this == last:
             repeated = True
             continue
         tokens += seg
         steps += seg_i
-        last = seg
+        last = this
     cut = repeat_period(tokens)
     if cut:
         tokens, steps, repeated = tokens[:cut], steps[:cut], True

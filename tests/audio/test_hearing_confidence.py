@@ -18,8 +18,10 @@ from audio.confidence import (
     ConfidenceFeatures,
     feature_vector,
     has_repeated_word,
+    is_filler,
     load_calibration,
     score,
+    text_key,
 )
 from audio.eval_confidence import auroc, ece
 from audio.wer import normalise_for_wer, word_errors
@@ -163,6 +165,23 @@ def test_keep_segments_drops_invented_and_repeated_text() -> None:
     ids = [ts, 3, 4, 3, 4, 3, 4, 3, 4, ts + 50, eot]
     tokens, kept, dropped = keep_segments(ids, stats(len(ids)), 2.0, ts, eot)
     assert tokens == [3, 4] and dropped and len(kept.probs) == 2
+    # "Goodbye." then "Good bye." (other tokens, same words): a repeat only when compared by text
+    spelled = {11: "Goodbye.", 12: " Good", 13: " bye.", 14: " Bye", 15: " now."}
+
+    def key(seg: list[int]) -> str:
+        return text_key("".join(spelled[t] for t in seg))
+
+    ids = [ts, 11, ts + 25, ts + 25, 12, 13, ts + 50, ts + 50, 14, 15, ts + 75, eot]
+    assert keep_segments(ids, stats(len(ids)), 2.0, ts, eot)[0] == [11, 12, 13, 14, 15]
+    tokens, kept, dropped = keep_segments(ids, stats(len(ids)), 2.0, ts, eot, key=key)
+    assert tokens == [11, 14, 15] and dropped and kept.probs == pytest.approx([0.2, 0.9, 1.0])
+
+
+def test_filler_phrases_match_however_spelled_apart() -> None:
+    assert text_key("Good bye...") == text_key("Goodbye!") == "goodbye"
+    assert is_filler("Goodnight.") and is_filler("Good night.") and is_filler("Thank you!")
+    assert is_filler("Good bye") and is_filler("Bye.") and is_filler("you")
+    assert not is_filler("Good night, robot.") and not is_filler("Five.") and not is_filler("")
 
 
 def test_metrics() -> None:
