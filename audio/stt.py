@@ -29,7 +29,6 @@ from audio.confidence import (
     is_filler,
     normalise_text,
     score,
-    text_key,
 )
 from audio.confidence_signals import SpellingKeys, StepStats, step_stats
 from audio.cross_check import MoonshineRecogniser, agreement, resolve_model_dir
@@ -275,7 +274,7 @@ class WhisperTranscriber:
         stats = step_stats(res.logits[0], ids, self._spelling) if res.logits else StepStats([], [], [])
         audio_s = len(samples) / SAMPLE_RATE
         tokens, kept, repeated = keep_segments(
-            ids, stats, audio_s, tok.timestamp_begin, tok.eot, key=lambda seg: text_key(tok.decode(seg))
+            ids, stats, audio_s, tok.timestamp_begin, tok.eot, text_of=tok.decode
         )
         text = tok.decode(tokens).strip()
         n = len(ids)

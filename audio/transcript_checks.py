@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from audio.confidence import has_repeated_word, normalise_text
+from audio.confidence import has_repeated_word, normalise_text, text_key
 from audio.confidence_signals import StepStats
 from audio.wer import normalise_for_wer, word_edit_distance
 
@@ -143,20 +143,35 @@ def repeats(items: list[Any], times: int) -> bool:
     return False
 
 
+def _sentences(
+    segment: tuple[float, list[int], list[int]], text_of: Callable[[list[int]], str]
+) -> list[tuple[float, list[int], list[int]]]:
+    """``segment`` (start, tokens, step indices) cut after each token that ends a sentence."""
+    start, seg, seg_i = segment
+    out: list[tuple[float, list[int], list[int]]] = []
+    first = 0
+    for k, t in enumerate(seg):
+        if text_of([t]).rstrip().endswith((".", "!", "?")) or k == len(seg) - 1:
+            out.append((start, seg[first : k + 1], seg_i[first : k + 1]))
+            first = k + 1
+    return out
+
+
 def keep_segments(
     ids: list[int],
     stats: StepStats,
     audio_s: float,
     ts_begin: int,
     eot: int,
-    key: Callable[[list[int]], str] | None = None,
+    text_of: Callable[[list[int]], str] | None = None,
 ) -> tuple[list[int], StepStats, bool]:
     """Text tokens (and their step stats) of a timestamped decode ``ids``: the segments that start
     inside the ``audio_s`` seconds of audio, without repeated segments or a repeated tail. Returns
     (tokens, their stats, whether anything was dropped); ``ts_begin`` and ``eot`` are the
-    tokenizer's first timestamp id and end-of-text id. ``key`` (segment tokens -> comparable text)
-    makes a segment a repeat when it says the same words spelled or punctuated differently
-    ("Goodbye. Good bye."); without it, only the same tokens repeat."""
+    tokenizer's first timestamp id and end-of-text id. With ``text_of`` (tokens -> text),
+    segments are also cut into sentences, and a sentence or segment that says the same words as the
+    one before, spelled or punctuated differently, is a repeat too ("Goodbye. Good bye. Good bye.");
+    without it, only the same tokens repeat."""
     segments: list[tuple[float, list[int], list[int]]] = []  # start, tokens, step indices
     start = 0.0
     cur: list[int] = []
@@ -172,6 +187,8 @@ def keep_segments(
             cur_i.append(i)
     if cur:
         segments.append((start, cur, cur_i))
+    if text_of is not None:
+        segments = [piece for segment in segments for piece in _sentences(segment, text_of)]
     tokens: list[int] = []
     steps: list[int] = []
     repeated = False
@@ -180,8 +197,8 @@ def keep_segments(
         if seg_start > 0 and seg_start >= audio_s - 0.1:
             repeated = True  # text placed after the audio ended: invented
             continue
-        this = seg if key is None else key(seg)
-        if this == last:
+        this = seg if text_of is None else text_key(text_of(seg))
+        if this and this == last:  # (a punctuation-only piece is never a repeat)
             repeated = True
             continue
         tokens += seg

@@ -165,16 +165,23 @@ def test_keep_segments_drops_invented_and_repeated_text() -> None:
     ids = [ts, 3, 4, 3, 4, 3, 4, 3, 4, ts + 50, eot]
     tokens, kept, dropped = keep_segments(ids, stats(len(ids)), 2.0, ts, eot)
     assert tokens == [3, 4] and dropped and len(kept.probs) == 2
-    # "Goodbye." then "Good bye." (other tokens, same words): a repeat only when compared by text
-    spelled = {11: "Goodbye.", 12: " Good", 13: " bye.", 14: " Bye", 15: " now."}
+    # "Goodbye." then "Good bye." (other tokens, same words): a repeat only when compared by text,
+    # whether in segments of their own or sentences of one segment
+    spelled = {11: " Goodbye.", 12: " Good", 13: " bye", 14: ".", 15: " Bye", 16: " now", 17: "!"}
 
-    def key(seg: list[int]) -> str:
-        return text_key("".join(spelled[t] for t in seg))
+    def text_of(seg: list[int]) -> str:
+        return "".join(spelled[t] for t in seg)
 
-    ids = [ts, 11, ts + 25, ts + 25, 12, 13, ts + 50, ts + 50, 14, 15, ts + 75, eot]
-    assert keep_segments(ids, stats(len(ids)), 2.0, ts, eot)[0] == [11, 12, 13, 14, 15]
-    tokens, kept, dropped = keep_segments(ids, stats(len(ids)), 2.0, ts, eot, key=key)
-    assert tokens == [11, 14, 15] and dropped and kept.probs == pytest.approx([0.2, 0.9, 1.0])
+    ids = [ts, 11, ts + 25, ts + 25, 12, 13, 14, ts + 50, ts + 50, 15, 16, 17, ts + 75, eot]
+    assert keep_segments(ids, stats(len(ids)), 2.0, ts, eot)[0] == [11, 12, 13, 14, 15, 16, 17]
+    tokens, kept, dropped = keep_segments(ids, stats(len(ids)), 2.0, ts, eot, text_of=text_of)
+    assert tokens == [11, 15, 16, 17] and dropped and kept.probs == pytest.approx([0.2, 1.0, 1.1, 1.2])
+    ids = [ts, 11, 12, 13, 14, 12, 13, 14, 17, 17, ts + 75, eot]  # "Goodbye. Good bye. Good bye.!!"
+    tokens, _, dropped = keep_segments(ids, stats(len(ids)), 2.0, ts, eot, text_of=text_of)
+    assert tokens == [11, 17, 17] and dropped
+    ids = [ts, 15, 14, 16, 14, ts + 50, eot]  # different sentences are kept
+    tokens, _, dropped = keep_segments(ids, stats(len(ids)), 2.0, ts, eot, text_of=text_of)
+    assert tokens == [15, 14, 16, 14] and not dropped
 
 
 def test_filler_phrases_match_however_spelled_apart() -> None:
