@@ -10,7 +10,8 @@ from audio.stt import Transcription
 def join_transcriptions(parts: Sequence[Transcription], language: str) -> Transcription:
     """Join decodes in order into one ``Transcription``.
 
-    Text: the non-empty texts joined with spaces. Confidence: their audio-duration-weighted mean
+    Text: the non-empty texts joined with spaces (a part that starts in lower case after one that
+    ended a sentence -- Whisper decoded it without the words before -- gets a capital). Confidence: their audio-duration-weighted mean
     (the expected share of the audio heard right; at least 0.001 when there is text, 0 when there
     is none). ``audio_ms`` and ``decode_ms`` are summed; ``features`` are kept only when a single
     part produced text.
@@ -19,10 +20,19 @@ def join_transcriptions(parts: Sequence[Transcription], language: str) -> Transc
     weight = sum(max(1, p.audio_ms) for p in spoken)
     confidence = sum(p.confidence * max(1, p.audio_ms) for p in spoken) / weight if spoken else 0.0
     return Transcription(
-        text=" ".join(p.text.strip() for p in spoken),
+        text=_joined([p.text.strip() for p in spoken]),
         confidence=max(confidence, 0.001) if spoken else 0.0,
         language=language,
         audio_ms=sum(p.audio_ms for p in parts),
         decode_ms=sum(p.decode_ms for p in parts),
         features=spoken[0].features if len(spoken) == 1 else None,
     )
+
+
+def _joined(texts: list[str]) -> str:
+    out: list[str] = []
+    for text in texts:
+        if out and out[-1].endswith((".", "!", "?")) and text[:1].islower():
+            text = text[0].upper() + text[1:]
+        out.append(text)
+    return " ".join(out)

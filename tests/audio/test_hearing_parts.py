@@ -1,0 +1,33 @@
+"""Joining the decodes of a long utterance's parts into one transcript."""
+
+from __future__ import annotations
+
+import pytest
+
+from audio.stt import Transcription
+from audio.utterance_parts import join_transcriptions
+
+
+def part(text: str, confidence: float, audio_ms: int) -> Transcription:
+    return Transcription(text, confidence, "en", audio_ms, 100, None)
+
+
+def test_parts_join_in_order_with_duration_weighted_confidence() -> None:
+    got = join_transcriptions(
+        [part(" Once upon a time.", 0.9, 20000), part("", 0.0, 500), part("The end.", 0.3, 5000)], "en"
+    )
+    assert got.text == "Once upon a time. The end."
+    assert got.confidence == pytest.approx((0.9 * 20000 + 0.3 * 5000) / 25000)
+    assert (got.audio_ms, got.decode_ms, got.features) == (25500, 300, None)
+
+
+def test_a_part_decoded_mid_flow_starts_a_sentence_with_a_capital() -> None:
+    texts = ["It lived by the sea.", "every morning it watched the boats", "go out", "iPhones too."]
+    got = join_transcriptions([part(t, 0.8, 1000) for t in texts], "en")
+    # a capital only after a sentence ended; words after an unfinished part stay as decoded
+    assert got.text == "It lived by the sea. Every morning it watched the boats go out iPhones too."
+
+
+def test_nothing_heard_in_any_part_is_no_transcript() -> None:
+    got = join_transcriptions([part("", 0.0, 3000), part("", 0.0, 2000)], "en")
+    assert (got.text, got.confidence, got.audio_ms) == ("", 0.0, 5000)
