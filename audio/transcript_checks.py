@@ -143,18 +143,21 @@ def repeats(items: list[Any], times: int) -> bool:
     return False
 
 
-def _sentences(
-    segment: tuple[float, list[int], list[int]], text_of: Callable[[list[int]], str]
-) -> list[tuple[float, list[int], list[int]]]:
-    """``segment`` (start, tokens, step indices) cut after each token that ends a sentence."""
-    start, seg, seg_i = segment
-    out: list[tuple[float, list[int], list[int]]] = []
+def _without_repeated_sentences(tokens: list[int], text_of: Callable[[list[int]], str]) -> list[int]:
+    """Positions of ``tokens`` to keep: a sentence that says the same words as the one before,
+    spelled or punctuated differently, is left out (a punctuation-only piece never is)."""
+    keep: list[int] = []
+    last = ""
     first = 0
-    for k, t in enumerate(seg):
-        if text_of([t]).rstrip().endswith((".", "!", "?")) or k == len(seg) - 1:
-            out.append((start, seg[first : k + 1], seg_i[first : k + 1]))
-            first = k + 1
-    return out
+    for k, t in enumerate(tokens):
+        if not text_of([t]).rstrip().endswith((".", "!", "?")) and k < len(tokens) - 1:
+            continue
+        key = text_key(text_of(tokens[first : k + 1]))
+        if not key or key != last:
+            keep += range(first, k + 1)
+        last = key or last
+        first = k + 1
+    return keep
 
 
 def keep_segments(
@@ -168,10 +171,10 @@ def keep_segments(
     """Text tokens (and their step stats) of a timestamped decode ``ids``: the segments that start
     inside the ``audio_s`` seconds of audio, without repeated segments or a repeated tail. Returns
     (tokens, their stats, whether anything was dropped); ``ts_begin`` and ``eot`` are the
-    tokenizer's first timestamp id and end-of-text id. With ``text_of`` (tokens -> text),
-    segments are also cut into sentences, and a sentence or segment that says the same words as the
-    one before, spelled or punctuated differently, is a repeat too ("Goodbye. Good bye. Good bye.");
-    without it, only the same tokens repeat."""
+    tokenizer's first timestamp id and end-of-text id. With ``text_of`` (tokens -> text), a
+    segment or sentence that says the same words as the one before, spelled or punctuated
+    differently, is a repeat too ("Goodbye. Good bye. Good bye."); without it, only the same tokens
+    repeat."""
     segments: list[tuple[float, list[int], list[int]]] = []  # start, tokens, step indices
     start = 0.0
     cur: list[int] = []
@@ -187,8 +190,6 @@ def keep_segments(
             cur_i.append(i)
     if cur:
         segments.append((start, cur, cur_i))
-    if text_of is not None:
-        segments = [piece for segment in segments for piece in _sentences(segment, text_of)]
     tokens: list[int] = []
     steps: list[int] = []
     repeated = False
@@ -207,6 +208,10 @@ def keep_segments(
     cut = repeat_period(tokens)
     if cut:
         tokens, steps, repeated = tokens[:cut], steps[:cut], True
+    if text_of is not None:
+        kept_at = _without_repeated_sentences(tokens, text_of)
+        if len(kept_at) < len(tokens):
+            tokens, steps, repeated = [tokens[k] for k in kept_at], [steps[k] for k in kept_at], True
 
     def pick(values: list[float], default: float) -> list[float]:
         return [values[i] if i < len(values) else default for i in steps]

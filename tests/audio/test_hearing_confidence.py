@@ -179,6 +179,9 @@ def test_keep_segments_drops_invented_and_repeated_text() -> None:
     ids = [ts, 11, 12, 13, 14, 12, 13, 14, 17, 17, ts + 75, eot]  # "Goodbye. Good bye. Good bye.!!"
     tokens, _, dropped = keep_segments(ids, stats(len(ids)), 2.0, ts, eot, text_of=text_of)
     assert tokens == [11, 17, 17] and dropped
+    ids = [ts, 12, 13, 14, 12, 13, 14, 12, ts + 75, eot]  # a loop "Good bye. Good bye. Good": one copy
+    tokens, _, dropped = keep_segments(ids, stats(len(ids)), 2.0, ts, eot, text_of=text_of)
+    assert tokens == [12, 13, 14] and dropped
     ids = [ts, 15, 14, 16, 14, ts + 50, eot]  # different sentences are kept
     tokens, _, dropped = keep_segments(ids, stats(len(ids)), 2.0, ts, eot, text_of=text_of)
     assert tokens == [15, 14, 16, 14] and not dropped
