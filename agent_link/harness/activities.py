@@ -23,6 +23,10 @@ class ActivityTurn:
     done: bool
 
 
+def _contains(text: str, name: str) -> bool:
+    return f" {' '.join(words(name))} " in f" {' '.join(words(text))} "
+
+
 class Activity:
     """Base of a scripted activity: a title people say, aliases and a few turns."""
 
@@ -31,8 +35,11 @@ class Activity:
 
     def named_in(self, text: str) -> bool:
         """Whether the user's words contain the title or an alias."""
-        said = " ".join(words(text))
-        return any(" ".join(words(name)) in said for name in (self.title, *self.aliases))
+        return any(_contains(text, name) for name in (self.title, *self.aliases))
+
+    def title_in(self, text: str) -> bool:
+        """Whether the user's words contain the title itself (it starts without a question)."""
+        return _contains(text, self.title)
 
     def opening(self) -> str:
         """The first thing said when the activity starts."""

@@ -9,6 +9,11 @@ stop; a choice of activity, a goodbye (or a no that would end the talk) makes he
 catch that and ask to repeat. What commits to nothing is handled as usual: "what can we do?" (or a
 yes to an offer) and an ordinary activity answer, except one that would finish the activity. Free
 chat heard poorly is asked again too (replying to a mumble heard as "You" helps nobody).
+
+Starting an activity is never a guess: it starts at once only when the user's words contain its
+title; a shorter name ("the memory one", "stretch") gets "Do you mean the memory game?", and a yes
+starts it. Anything else closes that question: another activity named is a fresh choice, a plain
+no starts nothing, the rest is free conversation.
 """
 
 from __future__ import annotations
@@ -64,6 +69,7 @@ class Mode(Enum):
     FREE = "free conversation"
     ACTIVITY = "activity"
     ASK_STOP = "asked to stop"
+    ASK_START = "asked do you mean"
     CLOSING = "saying goodbye"
 
 
@@ -163,6 +169,8 @@ class CompanionBrain:
     activities: tuple[Activity, ...] = field(default_factory=default_activities)
     mode: Mode = Mode.ASLEEP
     activity: Activity | None = None
+    pending: Activity | None = None
+    """The activity of an open "do you mean X?" question."""
     turn: int = 0
     questions: int = 0
     asked_how: bool = False
@@ -214,6 +222,7 @@ class CompanionBrain:
         self.offered = False
         self.just_offered = False
         self.speaking = False
+        self.pending = None
         self.history.clear()
 
     def _say(self, text: str) -> Reply:
@@ -248,6 +257,8 @@ class CompanionBrain:
             return self._in_activity(text, confidence)
         if self.mode is Mode.ASK_STOP:
             return self._asked_to_stop(text, confidence)
+        if self.mode is Mode.ASK_START:
+            return self._asked_to_start(text, confidence)
         return self._free(text, confidence)
 
     def _goodbye(self, text: str) -> list[AgentAction]:
@@ -260,6 +271,35 @@ class CompanionBrain:
         names = [a.title for a in self.activities]
         listed = ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else names[0]
         return f"We could do the {listed}."
+
+    def _choose(self, activity: Activity, text: str) -> list[AgentAction]:
+        """Start ``activity`` if its title was said, else ask whether it is the one meant."""
+        if activity.title_in(text):
+            return self._start(activity)
+        self.mode = Mode.ASK_START
+        self.pending = activity
+        return [
+            Note(f"asked whether they mean {activity.title}"),
+            self._say(f"[thinking] Do you mean the {activity.title}?"),
+        ]
+
+    def _asked_to_start(self, text: str, confidence: float) -> list[AgentAction]:
+        """The answer to "do you mean X?": a yes starts X; anything else closes the question."""
+        assert self.pending is not None
+        pending = self.pending
+        other = next((a for a in self.activities if a is not pending and a.named_in(text)), None)
+        starts_pending = is_yes(text) or (pending.named_in(text) and not is_no(text))
+        if self._poor(confidence) and (other is not None or starts_pending):
+            return self._unheard(confidence)  # the question stands
+        self.mode = Mode.FREE
+        self.pending = None
+        if other is not None:
+            return self._choose(other, text)
+        if starts_pending:
+            return self._start(pending)
+        if is_no(text):
+            return [Note(f"not starting {pending.title}"), self._say("[neutral] Okay, we won't start it.")]
+        return self._free(text, confidence)
 
     def _start(self, activity: Activity) -> list[AgentAction]:
         self.mode = Mode.ACTIVITY
@@ -296,7 +336,7 @@ class CompanionBrain:
             self.asked_how = False
             return self._goodbye(GOODBYE)
         if chosen is not None and not is_no(text):
-            return self._start(chosen)
+            return self._choose(chosen, text)
         if asks_for_list:
             self.offered = self.just_offered = True
             self.asked_how = False

@@ -3,9 +3,10 @@
 ``run_demo(harness)`` runs the stand-in companion against the device and plays the user: a
 ``sim/tap`` wakes the face, then each user line is synthesised with Piper and fed as ``sim/audio``
 through the device's real VAD and Whisper — only after the device finished speaking. One turn is
-a quiet mumble that must be rejected (not heard, failed, or confidence < 0.4); inside the memory
-game a goodbye is answered with "shall we stop?" and a stray ``sleep`` is ignored by the device;
-the final goodbye puts the face to sleep. Prints a live log and a summary with latencies.
+a quiet mumble that must be rejected (not heard, failed, or confidence < 0.4); an activity title
+heard garbled ("memory gain") gets "do you mean ...?", answered with a yes; inside the memory game
+a goodbye is answered with "shall we stop?" and a stray ``sleep`` is ignored by the device; the
+final goodbye puts the face to sleep. Prints a live log and a summary with latencies.
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ SCRIPT: tuple[UserLine, ...] = (
     UserLine("voice", "No thanks. Good night."),
 )
 """The user's side of the demo conversation."""
+
+CONFIRM = UserLine("voice", "Yes.", "answering 'do you mean ...?'")
+"""Said when the companion asks whether an activity is the one meant (a title heard garbled)."""
 
 
 @dataclass
@@ -140,6 +144,8 @@ class DemoDriver:
             await self._wait_quiet()
             for line in SCRIPT:
                 await self._turn(line)
+                if self._asked_which_one_meant():
+                    await self._turn(CONFIRM)
             await self.h.wait_for("asleep", 30, reason="tag")
             await self.h.wait_status(state="asleep", timeout=10)
         except HarnessTimeout as err:
@@ -194,6 +200,9 @@ class DemoDriver:
         if line.note.startswith("a goodbye inside"):
             await self._stray_sleep()
         await self._wait_quiet()
+
+    def _asked_which_one_meant(self) -> bool:
+        return bool(self.agent.replies) and "Do you mean" in self.agent.replies[-1].text
 
     async def _stray_sleep(self) -> None:
         self._log("agent sends a stray sleep during the activity (e.g. a stale timer): must be ignored")

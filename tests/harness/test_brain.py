@@ -187,3 +187,43 @@ def test_list_request_offers_and_yes_asks_which() -> None:
     assert "memory game" in offer[0] and "story time" in offer[0] and "stretching" in offer[0]
     which = replies(brain.handle(ev.transcript("Yes please."), 2.0))
     assert "Which" in which[0] and brain.mode is Mode.FREE
+
+
+def test_a_shorter_name_asks_do_you_mean_and_a_yes_starts_it() -> None:
+    brain, ev = awake_brain()
+    asked = replies(brain.handle(ev.transcript("Can we do some memory stuff?"), 1.0))
+    assert asked == ["[thinking] Do you mean the memory game?"]
+    assert brain.mode is Mode.ASK_START and brain.activity is None
+    started = sent(brain.handle(ev.transcript("Yes please."), 2.0))
+    assert started[0] == AllowSleep(False) and brain.mode is Mode.ACTIVITY
+    assert brain.activity is not None and brain.activity.title == "memory game"
+    # the title itself starts at once; a word that only contains a name does not count
+    brain, ev = awake_brain()
+    assert AllowSleep(False) in sent(brain.handle(ev.transcript("Let's do story time."), 1.0))
+    brain, ev = awake_brain()
+    brain.handle(ev.transcript("Fine, thanks."), 1.0)
+    chat = replies(brain.handle(ev.transcript("I read about history today."), 2.0))
+    assert brain.mode is Mode.FREE and "Do you mean" not in chat[0]
+
+
+def test_anything_but_a_yes_closes_the_do_you_mean_question() -> None:
+    brain, ev = awake_brain()
+    brain.handle(ev.transcript("a bit of stretch maybe"), 1.0)
+    assert brain.mode is Mode.ASK_START
+    # heard poorly, a yes would start it: she asks again and the question stands
+    assert replies(brain.handle(ev.transcript("yes", confidence=0.2), 2.0)) == [UNHEARD]
+    assert brain.mode is Mode.ASK_START
+    declined = replies(brain.handle(ev.transcript("No."), 3.0))
+    assert "won't start" in declined[0] and brain.mode is Mode.FREE and brain.activity is None
+    # another activity named is a fresh choice: its title starts it, a shorter name asks about it
+    brain.handle(ev.transcript("stretch"), 4.0)
+    fresh = replies(brain.handle(ev.transcript("No, the story."), 5.0))
+    assert fresh == ["[thinking] Do you mean the story time?"] and brain.mode is Mode.ASK_START
+    assert AllowSleep(False) in sent(brain.handle(ev.transcript("No, the memory game."), 6.0))
+    assert brain.activity is not None and brain.activity.title == "memory game"
+    # something else is free conversation again
+    brain, ev = awake_brain()
+    brain.handle(ev.transcript("Fine, thanks."), 0.5)
+    brain.handle(ev.transcript("memory"), 1.0)
+    chat = replies(brain.handle(ev.transcript("The weather is lovely."), 2.0))
+    assert brain.mode is Mode.FREE and brain.activity is None and "weather" in chat[0]
