@@ -297,9 +297,9 @@ class CompanionBrain:
             return self._choose(other, text)
         if starts_pending:
             return self._start(pending)
-        if is_no(text):
+        if is_no(text) and not is_goodbye(text):
             return [Note(f"not starting {pending.title}"), self._say("[neutral] Okay, we won't start it.")]
-        return self._free(text, confidence)
+        return self._free(text, confidence)  # a goodbye, "what can we do?", chat
 
     def _start(self, activity: Activity) -> list[AgentAction]:
         self.mode = Mode.ACTIVITY

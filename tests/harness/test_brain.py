@@ -227,3 +227,7 @@ def test_anything_but_a_yes_closes_the_do_you_mean_question() -> None:
     brain.handle(ev.transcript("memory"), 1.0)
     chat = replies(brain.handle(ev.transcript("The weather is lovely."), 2.0))
     assert brain.mode is Mode.FREE and brain.activity is None and "weather" in chat[0]
+    # a goodbye (even after a no) is a goodbye
+    brain.handle(ev.transcript("stretch"), 3.0)
+    bye = replies(brain.handle(ev.transcript("No, good night."), 4.0))
+    assert bye[0].endswith("[sleep]") and brain.mode is Mode.CLOSING
