@@ -73,7 +73,7 @@ def text_key(text: str) -> str:
     return normalise_text(text).replace(" ", "")
 
 
-_FILLER_KEYS = frozenset(p.replace(" ", "") for p in FILLER_PHRASES)
+_FILLER_KEYS = frozenset(text_key(p) for p in FILLER_PHRASES)
 
 
 def is_filler(text: str) -> bool:

@@ -11,9 +11,9 @@ def join_transcriptions(parts: Sequence[Transcription], language: str) -> Transc
     """Join decodes in order into one ``Transcription``.
 
     Text: the non-empty texts joined with spaces (a part that starts in lower case after one that
-    ended a sentence -- Whisper decoded it without the words before -- gets a capital). Confidence: their audio-duration-weighted mean
-    (the expected share of the audio heard right; at least 0.001 when there is text, 0 when there
-    is none). ``audio_ms`` and ``decode_ms`` are summed; ``features`` are kept only when a single
+    ended a sentence -- Whisper decoded it without the words before -- gets a capital).
+    Confidence: their audio-duration-weighted mean (the expected share of the audio heard right;
+    at least 0.001 when there is text, 0 when there is none). ``audio_ms`` and ``decode_ms`` are summed; ``features`` are kept only when a single
     part produced text.
     """
     spoken = [p for p in parts if p.text]

@@ -23,8 +23,10 @@ class ActivityTurn:
     done: bool
 
 
-def _contains(text: str, name: str) -> bool:
-    return f" {' '.join(words(name))} " in f" {' '.join(words(text))} "
+def says(text: str, *phrases: str) -> bool:
+    """Whether ``text`` contains one of ``phrases`` as whole words ("history" does not say "story")."""
+    said = f" {' '.join(words(text))} "
+    return any(f" {' '.join(words(p))} " in said for p in phrases)
 
 
 class Activity:
@@ -35,11 +37,11 @@ class Activity:
 
     def named_in(self, text: str) -> bool:
         """Whether the user's words contain the title or an alias."""
-        return any(_contains(text, name) for name in (self.title, *self.aliases))
+        return says(text, self.title, *self.aliases)
 
     def title_in(self, text: str) -> bool:
         """Whether the user's words contain the title itself (it starts without a question)."""
-        return _contains(text, self.title)
+        return says(text, self.title)
 
     def opening(self) -> str:
         """The first thing said when the activity starts."""

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol
 
-from agent_link.harness.activities import Activity, default_activities, words
+from agent_link.harness.activities import Activity, default_activities, says, words
 from agent_link.harness.companion_settings import CompanionSettings
 
 GREETING = "[happy] Hi! How are you doing today?"
@@ -104,26 +104,21 @@ class RuleFreeTalk:
         return "[neutral] I see. Thank you for telling me."
 
 
-def _has(text: str, *phrases: str) -> bool:
-    said = f" {' '.join(words(text))} "
-    return any(f" {' '.join(words(p))} " in said for p in phrases)
-
-
 def is_goodbye(text: str) -> bool:
     """Good night, go to sleep, bye..."""
-    return _has(text, "good night", "goodnight", "go to sleep", "bye", "goodbye", "see you", "sleep now")
+    return says(text, "good night", "goodnight", "go to sleep", "bye", "goodbye", "see you", "sleep now")
 
 
 def is_clear_stop(text: str) -> bool:
     """An unmistakable request to leave the activity."""
-    if _has(text, "don't stop", "do not stop", "not stop"):
+    if says(text, "don't stop", "do not stop", "not stop"):
         return False
-    return _has(text, "stop", "i want to stop", "quit", "end the game", "no more", "that's enough")
+    return says(text, "stop", "i want to stop", "quit", "end the game", "no more", "that's enough")
 
 
 def is_want_out(text: str) -> bool:
     """Sounds like they may want out, without saying so (ask, don't leave)."""
-    return is_goodbye(text) or _has(text, "tired", "enough", "bored", "something else", "later")
+    return is_goodbye(text) or says(text, "tired", "enough", "bored", "something else", "later")
 
 
 def is_yes(text: str) -> bool:
@@ -137,7 +132,7 @@ def is_yes(text: str) -> bool:
 
 def is_no(text: str) -> bool:
     """A no (a "no thanks, let's just chat" is not a no to talking)."""
-    if _has(text, "chat", "talk"):
+    if says(text, "chat", "talk"):
         return False
     first = words(text)[:2]
     return bool(first) and (
@@ -147,17 +142,17 @@ def is_no(text: str) -> bool:
 
 def is_carry_on(text: str) -> bool:
     """Keep going with the activity."""
-    return is_no(text) or _has(text, "carry on", "continue", "keep going", "don't stop", "go on")
+    return is_no(text) or says(text, "carry on", "continue", "keep going", "don't stop", "go on")
 
 
 def is_list_request(text: str) -> bool:
     """What can we do together?"""
-    return _has(text, "what can we do", "what can we play", "activities", "what else", "options")
+    return says(text, "what can we do", "what can we play", "activities", "what else", "options")
 
 
 def is_sad(text: str) -> bool:
     """A low mood in an answer to "how are you"."""
-    return _has(text, "sad", "tired", "bad", "not good", "not great", "not well", "lonely", "sick", "awful")
+    return says(text, "sad", "tired", "bad", "not good", "not great", "not well", "lonely", "sick", "awful")
 
 
 @dataclass

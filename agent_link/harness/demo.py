@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent_link.harness.brain import Mode
 from agent_link.harness.client import AgentHarness, HarnessTimeout
 from agent_link.harness.companion import CompanionAgent, make_brain
 from agent_link.harness.companion_settings import CompanionSettings
@@ -202,7 +203,7 @@ class DemoDriver:
         await self._wait_quiet()
 
     def _asked_which_one_meant(self) -> bool:
-        return bool(self.agent.replies) and "Do you mean" in self.agent.replies[-1].text
+        return self.agent.brain.mode is Mode.ASK_START
 
     async def _stray_sleep(self) -> None:
         self._log("agent sends a stray sleep during the activity (e.g. a stale timer): must be ignored")
