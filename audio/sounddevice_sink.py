@@ -22,13 +22,18 @@ something was plugged in or out, not every time a missing microphone is retried.
 
 ``wait_for_device`` (the daemon): a device missing at start is not an error but a device problem:
 the sink starts on the software clock at ``FALLBACK_RATE`` (replies finish on time, unheard),
-reports it, and the watchdog opens the device once it is plugged in (at that rate; PortAudio's
-ALSA ``plug`` layer converts where the hardware cannot). Without it (``robot-face say``, tests)
-``open`` raises ``OutputDeviceUnavailable`` with the list of outputs.
+reports it, and the watchdog opens the device once it is plugged in. Without it (``robot-face
+say``, tests) ``open`` raises ``OutputDeviceUnavailable`` with the list of outputs.
+
+The playback rate is fixed at the first open (replies are resampled to it when synthesised). A
+device opened later that will not run at it (an ALSA ``hw:`` device of a 44.1 kHz USB DAC after a
+start at 48 kHz; PortAudio's ``plug`` devices convert by themselves) is opened at its own rate and
+the sink converts on the fly (``audio.rate_adapter.PullResampler``).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -38,6 +43,7 @@ import numpy as np
 
 from audio.playback import PlaybackMark
 from audio.portaudio import PortAudio, shared
+from audio.rate_adapter import PullResampler
 from audio.sinks import ClockedOutputStream, ProblemFn, RenderFn, StreamSink
 from audio.wav import FloatArray
 
@@ -47,6 +53,19 @@ _QUIET_S = 0.3
 """Seconds without an open reply before the sink gives way to a requested device refresh."""
 FALLBACK_RATE = 48000
 """Output rate (Hz) when the device was missing at start: what USB speakers and HDMI take."""
+
+
+class _Later:
+    """Stream times whose DAC time is ``delay_s`` later (audio waiting in the rate converter);
+    without the device's times, ``lead_s`` is the device latency."""
+
+    def __init__(self, time_info: Any, delay_s: float, lead_s: float) -> None:
+        current = float(getattr(time_info, "currentTime", 0.0) or 0.0)
+        dac = float(getattr(time_info, "outputBufferDacTime", 0.0) or 0.0)
+        if not (dac > 0 and current > 0 and 0.0 <= dac - current < 1.0):
+            current, dac = 1.0, 1.0 + lead_s
+        self.currentTime = current
+        self.outputBufferDacTime = dac + delay_s
 
 
 def _latency_arg(latency: str) -> str | float:
@@ -84,6 +103,8 @@ class SoundDeviceSink(StreamSink):
         self._reopen_interval = reopen_interval_s
         self._device_name = device or "default output"
         self._index: int | None = None
+        self._native_rate = 0
+        self._converter: PullResampler | None = None
         self._down = False
         self._closed = threading.Event()
         self._watchdog: threading.Thread | None = None
@@ -150,7 +171,7 @@ class SoundDeviceSink(StreamSink):
                 self._render, self._report = render, report
                 self._fall_back()  # no watchdog yet: nothing else touches the stream
             else:
-                self._index, self._device_name = index, name
+                self._index, self._device_name, self._native_rate = index, name, rate
                 if self._rate == 0:
                     self._rate = rate
                 self._down = False
@@ -165,7 +186,10 @@ class SoundDeviceSink(StreamSink):
             report(False, detail)
         else:
             _LOGGER.info(
-                "speaker output: %s at %d Hz, latency %.0f ms", name, self._rate, self._latency * 1000
+                "speaker output: %s at %d Hz, latency %.0f ms",
+                name,
+                self._device_rate(),
+                self._latency * 1000,
             )
         self._watchdog = threading.Thread(target=self._watch, name="speaker-watchdog", daemon=True)
         self._watchdog.start()
@@ -186,31 +210,46 @@ class SoundDeviceSink(StreamSink):
             self._pa.close_stream(stream)
 
     def _make_stream(self) -> Any:
-        kwargs: dict[str, Any] = {
-            "device": self._index,
-            "samplerate": self._rate,
-            "blocksize": self.blocksize,
-            "dtype": "float32",
-            "latency": _latency_arg(self._latency_setting),
-            "callback": self._callback,
-        }
+        """Open the device at the playback rate, else at its own rate with conversion (mono, else
+        stereo: some devices only open in stereo)."""
+        errors: list[str] = []
+        for rate in dict.fromkeys(r for r in (self._rate, self._native_rate) if r > 0):
+            converter = None if rate == self._rate else PullResampler(self._rate, rate)
+            for channels in (1, 2):
+                kwargs: dict[str, Any] = {
+                    "device": self._index,
+                    "samplerate": rate,
+                    "channels": channels,
+                    "blocksize": max(16, int(rate * self._block_ms / 1000)),
+                    "dtype": "float32",
+                    "latency": _latency_arg(self._latency_setting),
+                    "callback": self._callback if converter is None else self._converting_callback,
+                }
+                try:
+                    stream = self._pa.open_stream(functools.partial(self._sd.OutputStream, **kwargs))
+                except Exception as err:
+                    errors.append(f"{rate} Hz {channels} ch: {err}")
+                    continue
+                self._converter = converter
+                if converter is not None:
+                    _LOGGER.info(
+                        "output device %r does not take %d Hz: playing at %d Hz, converted",
+                        self._device_name,
+                        self._rate,
+                        rate,
+                    )
+                return stream
+        raise RuntimeError(f"cannot open output device {self._device_name!r}: {'; '.join(errors)}")
 
-        def create() -> Any:
-            try:
-                return self._sd.OutputStream(channels=1, **kwargs)
-            except Exception as err:  # some devices only open in stereo
-                _LOGGER.debug("mono output failed (%s), trying stereo", err)
-                return self._sd.OutputStream(channels=2, **kwargs)
-
-        return self._pa.open_stream(create)
+    def _device_rate(self) -> int:
+        return self._converter.out_rate if self._converter is not None else self._rate
 
     def _open_device(self) -> Any:
         """Find the device and create (not start) its stream; if that fails, refresh the device
         list (when allowed) and try once more. The caller holds ``_switch``."""
 
         def attempt() -> Any:
-            index, name, _ = self.resolve()
-            self._index, self._device_name = index, name
+            self._index, self._device_name, self._native_rate = self.resolve()
             return self._make_stream()
 
         return self._pa.with_refresh(attempt, f"output device {self._device_name!r}")
@@ -235,6 +274,20 @@ class SoundDeviceSink(StreamSink):
                 self.last_callback = time.monotonic()
                 return
             super()._callback(outdata, frames, time_info, status)
+
+    def _converting_callback(self, outdata: np.ndarray, frames: int, time_info: Any, status: Any) -> None:
+        """The device runs at another rate: render at the playback rate and convert."""
+        converter = self._converter
+        if converter is None:  # swapped meanwhile; this stream is being replaced
+            outdata.fill(0.0)
+            return
+
+        def produce(n: int) -> FloatArray:
+            block = np.zeros((n, 1), dtype=np.float32)
+            self._callback(block, n, _Later(time_info, converter.pending_s, self._latency), status)
+            return block[:, 0]
+
+        outdata[:] = converter.pull(frames, produce)[:, None]
 
     def _after_block(self, block: FloatArray, marks: list[PlaybackMark]) -> None:
         for mark in marks:

@@ -50,6 +50,8 @@ class Hardware:
     rate: int = 48000
     level: float = 0.1
     """What an input device "hears" (constant sample value)."""
+    rates: tuple[int, ...] | None = None
+    """The only rates it opens at (an ALSA ``hw:`` device); None = any (a ``plug`` device converts)."""
 
 
 class FakeStream:
@@ -79,6 +81,8 @@ class FakeStream:
             raise FakePortAudioError(f"Error opening {kind} stream: Device unavailable [PaErrorCode -9985]")
         if channels > (hw.inputs if kind == "input" else hw.outputs):
             raise FakePortAudioError("Invalid number of channels [PaErrorCode -9998]")
+        if hw.rates is not None and int(samplerate) not in hw.rates:
+            raise FakePortAudioError("Invalid sample rate [PaErrorCode -9997]")
         self.owner, self.kind, self.hardware = owner, kind, hw
         self.samplerate = float(samplerate)
         self.channels = channels
@@ -548,6 +552,41 @@ def test_speaker_replugged_as_a_new_device_is_reopened_after_a_refresh(fake_pa: 
     finally:
         sink.close()
     assert shared(fake_pa).open_streams == 0
+
+
+def test_a_speaker_plugged_in_later_that_only_takes_its_own_rate_plays_converted(
+    fake_pa: FakePortAudio,
+) -> None:
+    """Missing at start, the sink runs at 48 kHz; the speaker plugged in later is an ALSA ``hw:``
+    device that opens only at 44.1 kHz: it is opened at that rate and hears the reply whole, at the
+    right pitch and length."""
+    fake_pa.unplug("USB Speaker")
+    queue = PlaybackQueue(rate=48000, volume=1.0)
+    frames = 48000 // 2
+    tone = (0.5 * np.sin(2 * np.pi * 440 * np.arange(frames) / 48000)).astype(np.float32)
+    reports: list[tuple[bool, str]] = []
+    sink = SoundDeviceSink("Desk Speaker", reopen_interval_s=0.05, backend=fake_pa, wait_for_device=True)
+    sink.open(lambda out, t0: queue.render(out), lambda ok, d: reports.append((ok, d)))
+    try:
+        assert sink.rate == 48000 and reports and not reports[0][0]
+        fake_pa.plug(Hardware("Desk Speaker", outputs=2, rate=44100, rates=(44100,)))
+        wait_until(lambda: any(ok for ok, _ in reports))
+        speaker = fake_pa.streams[-1]
+        assert speaker.kind == "output" and speaker.active and speaker.samplerate == 44100
+        assert sink.rate == 48000  # replies are still synthesised at the playback rate
+        piece = QueuedPiece("r", 1, tone, 0, 5, ())
+        assert queue.push(piece, queue.generation) and queue.push_end("r", 1, queue.generation)
+        wait_until(lambda: not queue.busy)
+        time.sleep(0.1)
+    finally:
+        sink.close()
+    heard = np.concatenate([b for _, b in speaker.recorded])
+    loud = np.flatnonzero(np.abs(heard) > 0.05)
+    assert abs((loud[-1] - loud[0]) - 44100 // 2) < 100  # half a second at the device's rate
+    middle = heard[loud[0] + 2000 : loud[-1] - 2000]
+    spectrum = np.abs(np.fft.rfft(middle * np.hanning(len(middle))))
+    assert abs(np.argmax(spectrum) * 44100 / len(middle) - 440) < 3  # not 479 Hz (48 kHz played as 44.1)
+    assert np.abs(np.diff(middle)).max() < 0.5 * 2 * np.pi * 440 / 44100 * 1.2  # no clicks between blocks
 
 
 async def test_open_microphone_gives_way_once_a_missing_speaker_is_plugged_in(
