@@ -17,10 +17,10 @@ import numpy as np
 
 from audio.cross_check import resolve_model_dir
 from audio.hearing_settings import HearingSettings
-from audio.stt import WhisperTranscriber
 from audio.stt_clip import load_clip, transcribe_clip
 from audio.wav import FloatArray
 from audio.wer import reference_words, word_errors
+from audio.whisper_stt import WhisperTranscriber
 
 _LOGGER = logging.getLogger(__name__)
 

@@ -35,9 +35,9 @@ from audio.confidence import (
 )
 from audio.cross_check import resolve_model_dir
 from audio.hearing_settings import HearingSettings
-from audio.stt import WhisperTranscriber
 from audio.stt_clip import load_clip, transcribe_clip
 from audio.wer import normalise_for_wer, reference_words, word_errors
+from audio.whisper_stt import WhisperTranscriber
 
 _LOGGER = logging.getLogger(__name__)
 GOODBYES = frozenset({"thank you", "bye", "good night", "goodbye", "thanks", "thank you very much"})

@@ -9,10 +9,11 @@ from pathlib import Path
 import numpy as np
 
 from audio.hearing_settings import HearingSettings
-from audio.stt import Transcription, WhisperTranscriber
+from audio.stt import Transcription
 from audio.utterance_parts import join_transcriptions
 from audio.vad import UtteranceComplete, UtterancePart, UtteranceRejected, segment_audio
 from audio.wav import FloatArray, WavError, load_audio
+from audio.whisper_stt import WhisperTranscriber
 
 _LOGGER = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Checks on Whisper transcripts and hypotheses: loops, repeats, and how an N-best list backs a text.
 
-Pure functions over token ids and strings (no model), used by ``audio.stt``.
+Pure functions over token ids and strings (no model), used by ``audio.whisper_stt``.
 """
 
 from __future__ import annotations

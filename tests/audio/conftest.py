@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from audio.hearing_settings import HearingSettings
-from audio.stt import WhisperTranscriber
 from audio.wav import FloatArray, load_audio, resample
+from audio.whisper_stt import WhisperTranscriber
 
 HEARING_SPEECH_DIR = Path("/work/shared/data/speech")
 

@@ -22,9 +22,9 @@ from audio.cross_check import (
     resolve_model_dir,
 )
 from audio.hearing_settings import HearingSettings
-from audio.stt import WhisperTranscriber
 from audio.stt_clip import load_clip
 from audio.wav import FloatArray
+from audio.whisper_stt import WhisperTranscriber
 from tests.audio.conftest import HEARING_SPEECH_DIR, hearing_noise, hearing_silence
 
 

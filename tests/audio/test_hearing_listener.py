@@ -21,9 +21,10 @@ from audio.events import (
 )
 from audio.hearing_settings import HearingSettings
 from audio.listener import Listener
-from audio.stt import Transcription, WhisperTranscriber
+from audio.stt import Transcription
 from audio.wav import FloatArray, encode_wav
 from audio.wer import word_errors
+from audio.whisper_stt import WhisperTranscriber
 
 SPEED = 4.0  # the simulated microphone runs 4x real time to keep the suite short
 

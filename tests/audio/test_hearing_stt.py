@@ -11,11 +11,11 @@ import pytest
 
 from audio.confidence import MIN_CONFIDENCE
 from audio.hearing_settings import HearingSettings
-from audio.stt import WhisperTranscriber
 from audio.stt_clip import load_clip, transcribe_clip
 from audio.vad import UtteranceComplete, segment_audio
 from audio.wav import FloatArray
 from audio.wer import normalise_for_wer, word_errors
+from audio.whisper_stt import WhisperTranscriber
 from tests.audio.conftest import HEARING_SPEECH_DIR, hearing_noise, hearing_silence
 
 ACCEPT = 0.4
