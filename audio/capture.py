@@ -152,15 +152,18 @@ class SoundDeviceMicrophone:
             if not self._closing:
                 on_lost(f"input device {label!r} stopped")
 
+        # Mono where the device allows; an ALSA ``hw:`` device of a two-microphone HAT opens only
+        # with all its channels: then the first channel is used (a USB array's processed channel).
+        layouts = dict.fromkeys((1, max(1, int(info.get("max_input_channels", 1)))))
         last_err: Exception | None = None
-        for rate in dict.fromkeys(rates):
+        for rate, channels in ((r, c) for r in dict.fromkeys(rates) for c in layouts):
             stream: Any = None
             try:
                 stream = pa.open_stream(
                     functools.partial(
                         sd.InputStream,
                         device=index,
-                        channels=1,
+                        channels=channels,
                         samplerate=rate,
                         dtype="float32",
                         blocksize=rate * s.block_ms // 1000,
@@ -177,7 +180,7 @@ class SoundDeviceMicrophone:
                     pa.close_stream(stream)
                 continue
             self._stream, self._stream_pa = stream, pa
-            _LOGGER.info("microphone %r open at %d Hz", info["name"], rate)
+            _LOGGER.info("microphone %r open at %d Hz, %d channel(s)", info["name"], rate, channels)
             return rate
         raise MicrophoneUnavailable(
             f"cannot open input device {label!r}: {last_err}; available input devices: "

@@ -52,6 +52,8 @@ class Hardware:
     """What an input device "hears" (constant sample value)."""
     rates: tuple[int, ...] | None = None
     """The only rates it opens at (an ALSA ``hw:`` device); None = any (a ``plug`` device converts)."""
+    all_channels: bool = False
+    """Opens only with all its channels (an ALSA ``hw:`` device), not fewer."""
 
 
 class FakeStream:
@@ -80,6 +82,8 @@ class FakeStream:
         if not owner.plugged(hw):
             raise FakePortAudioError(f"Error opening {kind} stream: Device unavailable [PaErrorCode -9985]")
         if channels > (hw.inputs if kind == "input" else hw.outputs):
+            raise FakePortAudioError("Invalid number of channels [PaErrorCode -9998]")
+        if hw.all_channels and channels != (hw.inputs if kind == "input" else hw.outputs):
             raise FakePortAudioError("Invalid number of channels [PaErrorCode -9998]")
         if hw.rates is not None and int(samplerate) not in hw.rates:
             raise FakePortAudioError("Invalid sample rate [PaErrorCode -9997]")
@@ -118,6 +122,7 @@ class FakeStream:
             now = time.monotonic()
             if self.kind == "input":
                 data = np.full((self.blocksize, self.channels), self.hardware.level, np.float32)
+                data[:, 1:] = -1.0  # other channels differ (a playback reference, another mic)
                 self._callback(data, self.blocksize, None, SimpleNamespace(input_overflow=False))
             else:
                 out = np.zeros((self.blocksize, self.channels), np.float32)
@@ -375,6 +380,27 @@ def test_missing_microphone_is_reported_then_found_after_it_is_plugged_in(fake_p
     finally:
         m.close()
     assert shared(fake_pa).open_streams == 0 and fake_pa.streams[-1].closed
+
+
+def test_a_two_channel_48_khz_only_microphone_opens_and_gives_its_first_channel(
+    fake_pa: FakePortAudio,
+) -> None:
+    """A two-microphone HAT as an ALSA ``hw:`` device: stereo only, 48 kHz only."""
+    fake_pa.plug(Hardware("2-mic HAT", inputs=2, rate=48000, rates=(48000,), all_channels=True, level=0.25))
+    fake_pa._terminate()
+    fake_pa._initialize()
+    m = mic("2-mic HAT")
+    blocks: list[FloatArray] = []
+    assert m.open(blocks.append, lambda detail: None) == 48000  # the Listener resamples from here
+    try:
+        wait_until(lambda: len(blocks) >= 3)
+        stream = fake_pa.streams[-1]
+        assert stream.hardware.name == "2-mic HAT" and stream.channels == 2
+        assert all(b.ndim == 1 and len(b) == 48000 * 30 // 1000 for b in blocks)
+        assert all(np.all(b == np.float32(0.25)) for b in blocks)  # the first channel only
+    finally:
+        m.close()
+    assert shared(fake_pa).open_streams == 0
 
 
 def test_microphone_does_not_refresh_while_another_stream_is_open(fake_pa: FakePortAudio) -> None:
