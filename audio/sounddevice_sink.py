@@ -186,10 +186,7 @@ class SoundDeviceSink(StreamSink):
             report(False, detail)
         else:
             _LOGGER.info(
-                "speaker output: %s at %d Hz, latency %.0f ms",
-                name,
-                self._device_rate(),
-                self._latency * 1000,
+                "speaker output: %s at %d Hz, latency %.0f ms", name, self._rate, self._latency * 1000
             )
         self._watchdog = threading.Thread(target=self._watch, name="speaker-watchdog", daemon=True)
         self._watchdog.start()
@@ -240,9 +237,6 @@ class SoundDeviceSink(StreamSink):
                     )
                 return stream
         raise RuntimeError(f"cannot open output device {self._device_name!r}: {'; '.join(errors)}")
-
-    def _device_rate(self) -> int:
-        return self._converter.out_rate if self._converter is not None else self._rate
 
     def _open_device(self) -> Any:
         """Find the device and create (not start) its stream; if that fails, refresh the device
