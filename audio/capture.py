@@ -18,10 +18,11 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from audio.hearing_settings import HearingSettings
-from audio.portaudio import PortAudio, shared
+from audio.portaudio import COMMON_RATES, PortAudio, shared
 from audio.wav import FloatArray, load_audio
 
 _LOGGER = logging.getLogger(__name__)
+
 
 AudioCallback = Callable[[FloatArray], None]
 LostCallback = Callable[[str], None]
@@ -139,7 +140,7 @@ class SoundDeviceMicrophone:
         rates = (
             [s.device_sample_rate]
             if s.device_sample_rate
-            else [s.sample_rate, int(info["default_samplerate"])]
+            else [s.sample_rate, int(info["default_samplerate"]), *COMMON_RATES]
         )
 
         def callback(indata: Any, frames: int, time_info: Any, status: Any) -> None:

@@ -16,7 +16,8 @@ class HearingSettings:
     """Rate the pipeline works at, in Hz; hardware at 44.1/48 kHz is resampled to it (default 16000)."""
 
     device_sample_rate: int = 0
-    """Rate to open the hardware at, in Hz; 0 tries ``sample_rate`` then the device's default (default 0)."""
+    """Rate to open the hardware at, in Hz; 0 tries ``sample_rate``, the device's default, then 48 and
+    44.1 kHz (default 0)."""
 
     block_ms: int = 30
     """Capture block and VAD frame length, in milliseconds: 10, 20 or 30 (default 30)."""

@@ -49,6 +49,10 @@ from typing import Any, TypeVar
 _LOGGER = logging.getLogger(__name__)
 T = TypeVar("T")
 
+COMMON_RATES = (48000, 44100)
+"""Rates (Hz) a stream is tried at after the wanted one and the device's reported default: an ALSA
+``hw:`` device may report a default it cannot run at."""
+
 
 def linux_sound_cards() -> str | None:
     """What sound hardware is plugged in (Linux: ``/proc/asound/cards`` plus the ``/dev/snd``

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from audio.playback import PlaybackMark
-from audio.portaudio import PortAudio, shared
+from audio.portaudio import COMMON_RATES, PortAudio, shared
 from audio.rate_adapter import PullResampler
 from audio.sinks import ClockedOutputStream, ProblemFn, RenderFn, StreamSink
 from audio.wav import FloatArray
@@ -172,8 +172,6 @@ class SoundDeviceSink(StreamSink):
                 self._fall_back()  # no watchdog yet: nothing else touches the stream
             else:
                 self._index, self._device_name, self._native_rate = index, name, rate
-                if self._rate == 0:
-                    self._rate = rate
                 self._down = False
                 try:
                     super().open(render, report)
@@ -207,11 +205,12 @@ class SoundDeviceSink(StreamSink):
             self._pa.close_stream(stream)
 
     def _make_stream(self) -> Any:
-        """Open the device at the playback rate, else at its own rate with conversion (mono, else
-        stereo: some devices only open in stereo)."""
+        """Open the device at the playback rate, else at its own rate or a common one with
+        conversion (mono, else stereo: some devices only open in stereo). The first open (no
+        playback rate yet) sets the playback rate to the one the device opened at."""
         errors: list[str] = []
-        for rate in dict.fromkeys(r for r in (self._rate, self._native_rate) if r > 0):
-            converter = None if rate == self._rate else PullResampler(self._rate, rate)
+        for rate in dict.fromkeys(r for r in (self._rate, self._native_rate, *COMMON_RATES) if r > 0):
+            converter = None if self._rate in (0, rate) else PullResampler(self._rate, rate)
             for channels in (1, 2):
                 kwargs: dict[str, Any] = {
                     "device": self._index,
@@ -228,6 +227,7 @@ class SoundDeviceSink(StreamSink):
                     errors.append(f"{rate} Hz {channels} ch: {err}")
                     continue
                 self._converter = converter
+                self._rate = self._rate or rate  # the first open sets the playback rate
                 if converter is not None:
                     _LOGGER.info(
                         "output device %r does not take %d Hz: playing at %d Hz, converted",

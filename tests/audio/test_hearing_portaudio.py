@@ -403,6 +403,26 @@ def test_a_two_channel_48_khz_only_microphone_opens_and_gives_its_first_channel(
     assert shared(fake_pa).open_streams == 0
 
 
+def test_devices_that_report_a_default_rate_they_cannot_run_at_still_open(fake_pa: FakePortAudio) -> None:
+    """ALSA ``hw:`` devices may report 44.1 kHz and run only at 48 kHz: the common rates are tried."""
+    fake_pa.plug(Hardware("HAT Mic", inputs=1, rate=44100, rates=(48000,)))
+    fake_pa.plug(Hardware("HAT Speaker", outputs=2, rate=44100, rates=(48000,)))
+    fake_pa._terminate()
+    fake_pa._initialize()
+    m = mic("HAT Mic")
+    assert m.open(lambda block: None, lambda detail: None) == 48000
+    m.close()
+    queue = PlaybackQueue(rate=48000)
+    sink = SoundDeviceSink("HAT Speaker", reopen_interval_s=0.05, backend=fake_pa)
+    sink.open(lambda out, t0: queue.render(out), lambda ok, detail: None)
+    try:
+        assert fake_pa.streams[-1].samplerate == 48000 and fake_pa.streams[-1].active
+        assert sink.rate == 48000  # replies are made at the rate it runs at: nothing to convert
+    finally:
+        sink.close()
+    assert shared(fake_pa).open_streams == 0
+
+
 def test_microphone_does_not_refresh_while_another_stream_is_open(fake_pa: FakePortAudio) -> None:
     builtin = mic("Built-in")
     heard: list[FloatArray] = []
