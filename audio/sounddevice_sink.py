@@ -37,6 +37,7 @@ import functools
 import logging
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -66,6 +67,18 @@ class _Later:
             current, dac = 1.0, 1.0 + lead_s
         self.currentTime = current
         self.outputBufferDacTime = dac + delay_s
+
+
+@dataclass(frozen=True, slots=True)
+class OutputInfo:
+    """An output device as PortAudio lists it."""
+
+    index: int
+    name: str
+    rate: int
+    """Its reported default rate, Hz."""
+    channels: int
+    """Its most output channels."""
 
 
 def _latency_arg(latency: str) -> str | float:
@@ -103,7 +116,7 @@ class SoundDeviceSink(StreamSink):
         self._reopen_interval = reopen_interval_s
         self._device_name = device or "default output"
         self._index: int | None = None
-        self._native_rate = 0
+        self._output: OutputInfo | None = None
         self._converter: PullResampler | None = None
         self._down = False
         self._closed = threading.Event()
@@ -119,8 +132,8 @@ class SoundDeviceSink(StreamSink):
         """The device's name."""
         return self._device_name
 
-    def resolve(self) -> tuple[int, str, int]:
-        """(index, name, native rate) of the configured output; raises ``OutputDeviceUnavailable``."""
+    def resolve(self) -> OutputInfo:
+        """The configured output as PortAudio lists it; raises ``OutputDeviceUnavailable``."""
         from audio.sinks import OutputDeviceUnavailable
 
         devices = list(self._sd.query_devices())
@@ -144,7 +157,12 @@ class SoundDeviceSink(StreamSink):
                 )
             chosen = found[0]
         index, info = chosen
-        return index, str(info["name"]), int(float(info.get("default_samplerate", 48000)))
+        return OutputInfo(
+            index,
+            str(info["name"]),
+            int(float(info.get("default_samplerate", 48000))),
+            int(info.get("max_output_channels", 2)),
+        )
 
     def open(self, render: RenderFn, report: ProblemFn) -> None:
         """Open the device at its native rate and start the watchdog. A missing device gets one
@@ -155,9 +173,7 @@ class SoundDeviceSink(StreamSink):
         missing = ""
         with self._pa.lock:
             try:
-                index, name, rate = self._pa.with_refresh(
-                    self.resolve, "the speaker", OutputDeviceUnavailable
-                )
+                found = self._pa.with_refresh(self.resolve, "the speaker", OutputDeviceUnavailable)
             except OutputDeviceUnavailable as err:
                 if not self.wait_for_device:
                     raise
@@ -171,7 +187,8 @@ class SoundDeviceSink(StreamSink):
                 self._render, self._report = render, report
                 self._fall_back()  # no watchdog yet: nothing else touches the stream
             else:
-                self._index, self._device_name, self._native_rate = index, name, rate
+                self._output = found
+                self._index, self._device_name = found.index, found.name
                 self._down = False
                 try:
                     super().open(render, report)
@@ -184,7 +201,10 @@ class SoundDeviceSink(StreamSink):
             report(False, detail)
         else:
             _LOGGER.info(
-                "speaker output: %s at %d Hz, latency %.0f ms", name, self._rate, self._latency * 1000
+                "speaker output: %s at %d Hz, latency %.0f ms",
+                self._device_name,
+                self._rate,
+                self._latency * 1000,
             )
         self._watchdog = threading.Thread(target=self._watch, name="speaker-watchdog", daemon=True)
         self._watchdog.start()
@@ -206,12 +226,15 @@ class SoundDeviceSink(StreamSink):
 
     def _make_stream(self) -> Any:
         """Open the device at the playback rate, else at its own rate or a common one with
-        conversion (mono, else stereo: some devices only open in stereo). The first open (no
-        playback rate yet) sets the playback rate to the one the device opened at."""
+        conversion. The first open (no playback rate yet) sets the playback rate to the one the
+        device opened at."""
         errors: list[str] = []
-        for rate in dict.fromkeys(r for r in (self._rate, self._native_rate, *COMMON_RATES) if r > 0):
+        native = self._output.rate if self._output else 0
+        # Mono, else stereo (some devices only open so), else all channels (an HDMI ``hw:`` device).
+        layouts = dict.fromkeys((1, 2, self._output.channels if self._output else 2))
+        for rate in dict.fromkeys(r for r in (self._rate, native, *COMMON_RATES) if r > 0):
             converter = None if self._rate in (0, rate) else PullResampler(self._rate, rate)
-            for channels in (1, 2):
+            for channels in layouts:
                 kwargs: dict[str, Any] = {
                     "device": self._index,
                     "samplerate": rate,
@@ -243,7 +266,8 @@ class SoundDeviceSink(StreamSink):
         list (when allowed) and try once more. The caller holds ``_switch``."""
 
         def attempt() -> Any:
-            self._index, self._device_name, self._native_rate = self.resolve()
+            self._output = self.resolve()
+            self._index, self._device_name = self._output.index, self._output.name
             return self._make_stream()
 
         return self._pa.with_refresh(attempt, f"output device {self._device_name!r}")

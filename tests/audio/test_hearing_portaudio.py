@@ -423,6 +423,24 @@ def test_devices_that_report_a_default_rate_they_cannot_run_at_still_open(fake_p
     assert shared(fake_pa).open_streams == 0
 
 
+def test_a_speaker_that_opens_only_with_all_its_channels_plays_on_them(fake_pa: FakePortAudio) -> None:
+    """An HDMI output as an ALSA ``hw:`` device: eight channels or nothing."""
+    fake_pa.plug(Hardware("HDMI 0", outputs=8, rate=48000, all_channels=True))
+    fake_pa._terminate()
+    fake_pa._initialize()
+    queue, frames = _tone_queue(48000, 0.2)
+    sink = SoundDeviceSink("HDMI 0", reopen_interval_s=0.05, backend=fake_pa)
+    sink.open(lambda out, t0: queue.render(out), lambda ok, detail: None)
+    try:
+        stream = fake_pa.streams[-1]
+        assert stream.hardware.name == "HDMI 0" and stream.channels == 8 and stream.active
+        wait_until(lambda: not queue.busy)
+    finally:
+        sink.close()
+    heard = np.concatenate([b for _, b in stream.recorded])
+    assert int(np.count_nonzero(heard == 0.5)) == frames  # the whole reply
+
+
 def test_microphone_does_not_refresh_while_another_stream_is_open(fake_pa: FakePortAudio) -> None:
     builtin = mic("Built-in")
     heard: list[FloatArray] = []
