@@ -198,8 +198,11 @@ class StreamSink:
     def _make_stream(self) -> Any:
         return ClockedOutputStream(self._rate, self.blocksize, self._callback)
 
-    def _callback(self, outdata: np.ndarray, frames: int, time_info: Any, status: Any) -> None:
-        """The one audio callback every sink runs (PortAudio thread or clock thread)."""
+    def _callback(
+        self, outdata: np.ndarray, frames: int, time_info: Any, status: Any, delay_s: float = 0.0
+    ) -> None:
+        """The one audio callback every sink runs (PortAudio thread or clock thread); ``delay_s``:
+        audio still waiting between this block and the device (a rate converter's)."""
         self.last_callback = time.monotonic()
         if len(self._mono) != frames:
             self._mono = np.zeros(frames, dtype=np.float32)
@@ -212,7 +215,7 @@ class StreamSink:
         except (AttributeError, TypeError):
             pass
         render = self._render
-        marks = render(self._mono, time.time() + lead) if render is not None else []
+        marks = render(self._mono, time.time() + lead + delay_s) if render is not None else []
         outdata[:] = self._mono[:, None]
         if marks or self._wants_all_blocks():
             self._after_block(self._mono, marks)

@@ -56,19 +56,6 @@ FALLBACK_RATE = 48000
 """Output rate (Hz) when the device was missing at start: what USB speakers and HDMI take."""
 
 
-class _Later:
-    """Stream times whose DAC time is ``delay_s`` later (audio waiting in the rate converter);
-    without the device's times, ``lead_s`` is the device latency."""
-
-    def __init__(self, time_info: Any, delay_s: float, lead_s: float) -> None:
-        current = float(getattr(time_info, "currentTime", 0.0) or 0.0)
-        dac = float(getattr(time_info, "outputBufferDacTime", 0.0) or 0.0)
-        if not (dac > 0 and current > 0 and 0.0 <= dac - current < 1.0):
-            current, dac = 1.0, 1.0 + lead_s
-        self.currentTime = current
-        self.outputBufferDacTime = dac + delay_s
-
-
 @dataclass(frozen=True, slots=True)
 class OutputInfo:
     """An output device as PortAudio lists it."""
@@ -233,7 +220,7 @@ class SoundDeviceSink(StreamSink):
         # Mono, else stereo (some devices only open so), else all channels (an HDMI ``hw:`` device).
         layouts = dict.fromkeys((1, 2, self._output.channels if self._output else 2))
         for rate in dict.fromkeys(r for r in (self._rate, native, *COMMON_RATES) if r > 0):
-            converter = None if self._rate in (0, rate) else PullResampler(self._rate, rate)
+            convert = self._rate not in (0, rate)
             for channels in layouts:
                 kwargs: dict[str, Any] = {
                     "device": self._index,
@@ -242,16 +229,16 @@ class SoundDeviceSink(StreamSink):
                     "blocksize": max(16, int(rate * self._block_ms / 1000)),
                     "dtype": "float32",
                     "latency": _latency_arg(self._latency_setting),
-                    "callback": self._callback if converter is None else self._converting_callback,
+                    "callback": self._converting_callback if convert else self._callback,
                 }
                 try:
                     stream = self._pa.open_stream(functools.partial(self._sd.OutputStream, **kwargs))
                 except Exception as err:
                     errors.append(f"{rate} Hz {channels} ch: {err}")
                     continue
-                self._converter = converter
+                self._converter = PullResampler(self._rate, rate) if convert else None
                 self._rate = self._rate or rate  # the first open sets the playback rate
-                if converter is not None:
+                if convert:
                     _LOGGER.info(
                         "output device %r does not take %d Hz: playing at %d Hz, converted",
                         self._device_name,
@@ -284,14 +271,16 @@ class SoundDeviceSink(StreamSink):
             raise
 
     # ---- audio thread ---------------------------------------------------------------------------
-    def _callback(self, outdata: np.ndarray, frames: int, time_info: Any, status: Any) -> None:
+    def _callback(
+        self, outdata: np.ndarray, frames: int, time_info: Any, status: Any, delay_s: float = 0.0
+    ) -> None:
         """Render as usual, or play silence without rendering while the stream is being swapped."""
         with self._render_gate:
             if self._held:
                 outdata.fill(0.0)
                 self.last_callback = time.monotonic()
                 return
-            super()._callback(outdata, frames, time_info, status)
+            super()._callback(outdata, frames, time_info, status, delay_s)
 
     def _converting_callback(self, outdata: np.ndarray, frames: int, time_info: Any, status: Any) -> None:
         """The device runs at another rate: render at the playback rate and convert."""
@@ -302,7 +291,7 @@ class SoundDeviceSink(StreamSink):
 
         def produce(n: int) -> FloatArray:
             block = np.zeros((n, 1), dtype=np.float32)
-            self._callback(block, n, _Later(time_info, converter.pending_s, self._latency), status)
+            self._callback(block, n, time_info, status, converter.pending_s)
             return block[:, 0]
 
         outdata[:] = converter.pull(frames, produce)[:, None]
