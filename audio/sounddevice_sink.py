@@ -22,7 +22,8 @@ something was plugged in or out, not every time a missing microphone is retried.
 
 ``wait_for_device`` (the daemon): a device missing at start is not an error but a device problem:
 the sink starts on the software clock at ``FALLBACK_RATE`` (replies finish on time, unheard),
-reports it, and the watchdog opens the device once it is plugged in. Without it (``robot-face
+reports it, and the watchdog opens the device once it is plugged in; a device that is there but
+will not open (busy, or refusing every rate and layout) is treated the same. Without it (``robot-face
 say``, tests) ``open`` raises ``OutputDeviceUnavailable`` with the list of outputs.
 
 The playback rate is fixed at the first open (replies are resampled to it when synthesised). A
@@ -154,7 +155,8 @@ class SoundDeviceSink(StreamSink):
     def open(self, render: RenderFn, report: ProblemFn) -> None:
         """Open the device at its native rate and start the watchdog. A missing device gets one
         device-list refresh (if allowed); then ``OutputDeviceUnavailable`` is raised or, with
-        ``wait_for_device``, reported while the sink runs on the software clock."""
+        ``wait_for_device``, reported while the sink runs on the software clock. A device that is
+        listed but will not open is handled the same."""
         from audio.sinks import OutputDeviceUnavailable
 
         missing = ""
@@ -169,19 +171,22 @@ class SoundDeviceSink(StreamSink):
             self._held = False
             self._open_replies.clear()
             self._quiet_since = time.monotonic()
-            if missing:
-                self._rate = self._rate or FALLBACK_RATE
-                self._render, self._report = render, report
-                self._fall_back()  # no watchdog yet: nothing else touches the stream
-            else:
+            if not missing:
                 self._output = found
                 self._index, self._device_name = found.index, found.name
                 self._down = False
                 try:
                     super().open(render, report)
-                except Exception:
+                except Exception as err:
                     self._release_stream()
-                    raise
+                    if not self.wait_for_device:
+                        raise OutputDeviceUnavailable(str(err)) from err
+                    # Present but busy or refusing every rate and layout: wait for it as if missing.
+                    missing = str(err)
+            if missing:
+                self._rate = self._rate or FALLBACK_RATE
+                self._render, self._report = render, report
+                self._fall_back()  # no watchdog yet: nothing else touches the stream
         if missing:
             detail = f"{missing}; waiting for it (replies are not heard until it is plugged in)"
             _LOGGER.warning("speaker: %s", detail)

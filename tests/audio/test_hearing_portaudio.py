@@ -29,7 +29,7 @@ from audio.hearing_settings import HearingSettings
 from audio.listener import Listener
 from audio.playback import PlaybackMark, PlaybackQueue, QueuedPiece
 from audio.portaudio import PortAudio, shared
-from audio.sinks import StreamTime
+from audio.sinks import OutputDeviceUnavailable, StreamTime
 from audio.sounddevice_sink import SoundDeviceSink
 from audio.stt import Transcription
 from audio.wav import FloatArray
@@ -54,6 +54,8 @@ class Hardware:
     """The only rates it opens at (an ALSA ``hw:`` device); None = any (a ``plug`` device converts)."""
     all_channels: bool = False
     """Opens only with all its channels (an ALSA ``hw:`` device), not fewer."""
+    busy: bool = False
+    """Held by another program (an ALSA ``hw:`` device opens once): listed, but will not open."""
 
 
 class FakeStream:
@@ -80,6 +82,8 @@ class FakeStream:
             raise FakePortAudioError(f"Error opening {kind} stream: Invalid device [PaErrorCode -9996]")
         hw = owner.visible[device]
         if not owner.plugged(hw):
+            raise FakePortAudioError(f"Error opening {kind} stream: Device unavailable [PaErrorCode -9985]")
+        if hw.busy:
             raise FakePortAudioError(f"Error opening {kind} stream: Device unavailable [PaErrorCode -9985]")
         if channels > (hw.inputs if kind == "input" else hw.outputs):
             raise FakePortAudioError("Invalid number of channels [PaErrorCode -9998]")
@@ -651,6 +655,43 @@ def test_a_speaker_plugged_in_later_that_only_takes_its_own_rate_plays_converted
     spectrum = np.abs(np.fft.rfft(middle * np.hanning(len(middle))))
     assert abs(np.argmax(spectrum) * 44100 / len(middle) - 440) < 3  # not 479 Hz (48 kHz played as 44.1)
     assert np.abs(np.diff(middle)).max() < 0.5 * 2 * np.pi * 440 / 44100 * 1.2  # no clicks between blocks
+
+
+def test_a_speaker_busy_at_start_is_waited_for_by_the_daemon_and_raised_elsewhere(
+    fake_pa: FakePortAudio,
+) -> None:
+    """Another program holds the speaker (listed, will not open): ``robot-face say`` gets the error;
+    the daemon's sink reports it, runs on the software clock and plays once the device is free."""
+    held = next(hw for hw in fake_pa.hardware if hw.name == "USB Speaker")
+    held.busy = True
+    plain = SoundDeviceSink("USB Speaker", backend=fake_pa)
+    with pytest.raises(
+        OutputDeviceUnavailable, match=r"cannot open output device 'USB Speaker'.*Device unavailable"
+    ):
+        plain.open(lambda out, t0: [], lambda ok, d: None)
+    assert shared(fake_pa).open_streams == 0
+
+    queue, frames = _tone_queue(48000, 0.3)
+    reports: list[tuple[bool, str]] = []
+    sink = SoundDeviceSink("USB Speaker", reopen_interval_s=0.05, backend=fake_pa, wait_for_device=True)
+    sink.open(lambda out, t0: queue.render(out), lambda ok, d: reports.append((ok, d)))
+    try:
+        assert reports and not reports[0][0]
+        assert "Device unavailable" in reports[0][1] and "waiting for it" in reports[0][1]
+        wait_until(lambda: not queue.busy)  # the reply finishes on the software clock, unheard
+        held.busy = False
+        wait_until(lambda: any(ok for ok, _ in reports))
+        speaker = fake_pa.streams[-1]
+        assert speaker.kind == "output" and speaker.active and speaker.hardware is held
+        piece = QueuedPiece("r2", 1, np.full(frames, 0.25, np.float32), 0, 5, ())
+        assert queue.push(piece, queue.generation) and queue.push_end("r2", 1, queue.generation)
+        wait_until(lambda: not queue.busy)
+        time.sleep(0.1)
+    finally:
+        sink.close()
+    heard = np.concatenate([b for _, b in speaker.recorded])
+    assert np.count_nonzero(np.abs(heard) > 0.1) >= frames * 0.9  # the second reply was heard whole
+    assert shared(fake_pa).open_streams == 0
 
 
 async def test_open_microphone_gives_way_once_a_missing_speaker_is_plugged_in(
