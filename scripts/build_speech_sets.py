@@ -1,10 +1,12 @@
 """Build synthetic speech / non-speech sets for the confidence score: ``manifest.tsv`` + WAVs.
 
 Speech comes from the project's Piper voice (joe) and espeak-ng voices, then is degraded: clean,
-noise at several SNRs, attenuated, low-passed and attenuated ("mumbled"). Non-speech: near-silence,
+noise at several SNRs, attenuated, low-passed and attenuated ("mumbled"), and with ``--conditions
+room`` heard across a reverberant room (the robot's microphone a metre or more away). Non-speech: near-silence,
 room noise, hum, clicks and synthetic chimes, where Whisper tends to invent "Thank you." or "Bye.".
 
     .venv/bin/python scripts/build_speech_sets.py OUT_DIR [--split train|test] [--seed N]
+        [--conditions room]   # only these conditions, for every line (a set of one condition)
 
 Columns: relpath, transcript, kind (speech/nonspeech), condition, voice.
 """
@@ -82,6 +84,8 @@ VOICES = {
 CONDITIONS = ("clean", "snr20", "snr10", "snr5", "snr0", "quiet", "mumbled", "phone")
 EXTRA_CONDITIONS = {"train2": ("tight",)}
 """Conditions only some splits get (the first sets were built without them; keeps them reproducible)."""
+OPTIONAL_CONDITIONS = ("room",)
+"""Conditions only built on request (``--conditions``), as sets of their own."""
 
 
 _PIPER: dict[str, Any] = {}
@@ -156,6 +160,30 @@ def trim(x: FloatArray, keep_s: float = 0.03) -> FloatArray:
     return x[max(0, loud[0] - pad) : loud[-1] + pad]
 
 
+def room_response(rng: np.random.Generator, rt60: float, drr_db: float) -> FloatArray:
+    """A synthetic room impulse response: the direct sound, then a diffuse tail of noise that
+    decays by 60 dB in ``rt60`` seconds and darkens as it decays (walls and air absorb the highs),
+    scaled so the direct sound is ``drr_db`` above the tail's energy (direct-to-reverberant ratio)."""
+    n = int(rt60 * RATE)
+    t = np.arange(n) / RATE
+    tail = rng.standard_normal(n) * np.exp(-6.91 * t / rt60)
+    tail[: int(0.004 * RATE)] = 0.0  # the first reflection arrives a few ms after the direct sound
+    spec = np.fft.rfft(tail)
+    spec *= 1 / (1 + np.fft.rfftfreq(n, 1 / RATE) / 4000)  # gently darker
+    tail = np.fft.irfft(spec, n)
+    tail *= 10 ** (-drr_db / 20) / (np.sqrt(np.sum(tail * tail)) + 1e-12)
+    tail[0] = 1.0
+    return tail.astype(np.float32)
+
+
+def reverberate(x: FloatArray, h: FloatArray) -> FloatArray:
+    """``x`` convolved with ``h`` (FFT), same length as ``x``."""
+    size = len(x) + len(h) - 1
+    nfft = 1 << (size - 1).bit_length()
+    y = np.fft.irfft(np.fft.rfft(x, nfft) * np.fft.rfft(h, nfft), nfft)[: len(x)]
+    return y.astype(np.float32)
+
+
 def degrade(speech: FloatArray, cond: str, rng: np.random.Generator) -> FloatArray:
     """Place speech in 0.4 s lead / 0.6 s trail and apply ``cond``.
 
@@ -176,6 +204,10 @@ def degrade(speech: FloatArray, cond: str, rng: np.random.Generator) -> FloatArr
         snr = float(cond[3:])
         colour = str(rng.choice(["white", "pink", "brown"]))
         noise = room_noise(len(clip), rng, colour) * rms(speech) / 10 ** (snr / 20)
+        return np.clip(clip + noise, -1, 1).astype(np.float32)
+    if cond == "room":  # across a living room: reverberant (RT60 0.3–0.8 s, DRR −3…+9 dB), fan noise
+        clip = reverberate(clip, room_response(rng, rng.uniform(0.3, 0.8), rng.uniform(-3, 9)))
+        noise = room_noise(len(clip), rng, "pink") * rms(speech) / 10 ** (rng.uniform(20, 35) / 20)
         return np.clip(clip + noise, -1, 1).astype(np.float32)
     if cond == "phone":  # 8 kHz recording like FSDD, any level
         from audio.wav import resample
@@ -221,8 +253,9 @@ def nonspeech(kind: str, rng: np.random.Generator) -> FloatArray:
     return (x / np.abs(x).max() * 10 ** (rng.uniform(-12, -4) / 20)).astype(np.float32)
 
 
-def build(out: Path, split: str, seed: int, per_kind: int) -> int:
-    """Write the set; return the number of clips."""
+def build(out: Path, split: str, seed: int, per_kind: int, only: tuple[str, ...] = ()) -> int:
+    """Write the set (with ``only``: every line in just those conditions); return the number of
+    clips."""
     rng = np.random.default_rng(seed)
     out.mkdir(parents=True, exist_ok=True)
     rows = ["relpath\ttranscript\tkind\tcondition\tvoice"]
@@ -232,8 +265,11 @@ def build(out: Path, split: str, seed: int, per_kind: int) -> int:
         for i, text in enumerate(SENTENCES + GOODBYES + WORDS):
             speech = synth(text, voice)
             all_conds = CONDITIONS + EXTRA_CONDITIONS.get(split, ())
-            conds = all_conds if text in GOODBYES else tuple(rng.choice(all_conds, 3, replace=False))
-            if text not in GOODBYES and "clean" not in conds:
+            if only:
+                conds: tuple[str, ...] = only
+            else:
+                conds = all_conds if text in GOODBYES else tuple(rng.choice(all_conds, 3, replace=False))
+            if text not in GOODBYES and "clean" not in conds and not only:
                 conds = ("clean", *conds[:2])
             for cond in conds:
                 rel = f"{vname}/{i:02d}_{cond}.wav"
@@ -256,8 +292,15 @@ def main() -> int:
     ap.add_argument("--split", choices=sorted(VOICES), default="train")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--nonspeech-per-kind", type=int, default=16)
+    ap.add_argument(
+        "--conditions",
+        nargs="+",
+        choices=CONDITIONS + tuple(c for cs in EXTRA_CONDITIONS.values() for c in cs) + OPTIONAL_CONDITIONS,
+        default=(),
+        help="only these conditions, every line in each (default: clean plus two drawn per line)",
+    )
     args = ap.parse_args()
-    n = build(args.out, args.split, args.seed, args.nonspeech_per_kind)
+    n = build(args.out, args.split, args.seed, args.nonspeech_per_kind, tuple(args.conditions))
     print(f"wrote {n} clips to {args.out}")
     return 0
 

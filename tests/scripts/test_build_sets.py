@@ -93,6 +93,44 @@ def test_nonspeech_clips_are_one_to_four_seconds_at_their_level(kind: str) -> No
             assert -13 <= 20 * np.log10(np.abs(x).max()) <= -3
 
 
+@pytest.mark.parametrize(("rt60", "drr_db"), [(0.3, 9.0), (0.5, 3.0), (0.8, -3.0)])
+def test_room_response_decays_in_its_rt60_at_its_direct_to_reverberant_ratio(
+    rt60: float, drr_db: float
+) -> None:
+    h = bss.room_response(np.random.default_rng(3), rt60, drr_db).astype(np.float64)
+    assert h[0] == 1.0 and len(h) == int(rt60 * RATE)
+    assert abs(10 * np.log10(1.0 / np.sum(h[1:] ** 2)) - drr_db) < 0.1
+    # Schroeder backward integral of the tail: -5 to -25 dB over the time a 60 dB decay takes / 3.
+    energy = np.cumsum((h[1:] ** 2)[::-1])[::-1]
+    decay_db = 10 * np.log10(energy / energy[0])
+    t5, t25 = np.argmax(decay_db < -5) / RATE, np.argmax(decay_db < -25) / RATE
+    assert abs((t25 - t5) * 3 - rt60) < 0.15 * rt60
+
+
+def test_room_condition_smears_speech_into_the_pause_after_it() -> None:
+    """Right after the speech ends its reverberation is still well above the room's noise floor,
+    which is what is left half a second later."""
+    speech = _voice_like()
+    spoken = slice(LEAD, LEAD + len(speech))
+    just_after = slice(LEAD + len(speech) + int(0.02 * RATE), LEAD + len(speech) + int(0.1 * RATE))
+    for seed in range(5):
+        room = bss.degrade(speech, "room", np.random.default_rng(seed))
+        assert len(room) == LEAD + len(speech) + int(0.6 * RATE)
+        floor_db = _db(room[-int(0.05 * RATE) :]) - _db(room[spoken])
+        assert -36 < floor_db < -19  # fan noise 20-35 dB below the speech
+        assert _db(room[just_after]) - _db(room[spoken]) > floor_db + 6
+
+
+def test_a_set_of_one_condition_has_every_line_in_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bss, "SENTENCES", ("Can you tell me a story?",))
+    monkeypatch.setattr(bss, "GOODBYES", ("Bye.",))
+    monkeypatch.setattr(bss, "WORDS", ("Seven.",))
+    monkeypatch.setitem(bss.VOICES, "test", ("espeak:en-us+f3",))
+    assert bss.build(tmp_path, "test", seed=5, per_kind=0, only=("room",)) == 3
+    with (tmp_path / "manifest.tsv").open() as fh:
+        assert {r["condition"] for r in csv.DictReader(fh, delimiter="\t")} == {"room"}
+
+
 def test_a_small_set_builds_with_a_manifest_that_matches_its_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
