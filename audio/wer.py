@@ -143,16 +143,24 @@ def word_edit_distance(ref: list[str], hyp: list[str]) -> int:
     return prev[-1]
 
 
+_MAX_JOINED = 4
+"""Most words joined into one: a spelled-out initialism ("m g c p" = "mgcp")."""
+
+
 def join_compounds(words: list[str], other: list[str]) -> list[str]:
-    """``words`` with each adjacent pair joined where the joined word is one of ``other``'s words
-    and not already one of ``words`` ("file name" → "filename" when the other side says so)."""
+    """``words`` with runs of 2–4 adjacent words joined where the joined word is one of
+    ``other``'s words and not already one of ``words`` ("file name" → "filename", "m g c p" →
+    "mgcp" when the other side says so); the longest run first."""
     theirs, mine = set(other), set(words)
     out: list[str] = []
     i = 0
     while i < len(words):
-        if i + 1 < len(words) and (joined := words[i] + words[i + 1]) in theirs and joined not in mine:
-            out.append(joined)
-            i += 2
+        for k in range(min(_MAX_JOINED, len(words) - i), 1, -1):
+            joined = "".join(words[i : i + k])
+            if joined in theirs and joined not in mine:
+                out.append(joined)
+                i += k
+                break
         else:
             out.append(words[i])
             i += 1

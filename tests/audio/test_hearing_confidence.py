@@ -127,6 +127,11 @@ def test_wer_contractions_initialisms_and_compounds() -> None:
     assert word_errors("X-ray", "xray") == 0
     assert word_errors("the black list", "the black lists") == 1
     assert word_errors("a cat", "acts") == 2
+    # up to four words: a spelled-out initialism and a three-part compound
+    assert word_errors("MGCP", "M G C P") == 0
+    assert word_errors("Call the IAX channel", "call the I A X channel") == 0
+    assert word_errors("an open-source PBX", "an open source P B X") == 0
+    assert word_errors("a b c d e", "abcde") == 5  # five words never become one
     # homophones and real substitutions stay errors
     assert word_errors("eye", "I.") == 1
     assert word_errors("The last caller was", "The last color was") == 1
