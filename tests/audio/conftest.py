@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from audio.hearing_settings import HearingSettings
+from audio.portaudio import shared
 from audio.wav import FloatArray, load_audio, resample
 from audio.whisper_stt import WhisperTranscriber
+from tests.audio.fake_portaudio import FakePortAudio, Hardware
 
 HEARING_SPEECH_DIR = Path("/work/shared/data/speech")
 
@@ -100,3 +103,16 @@ def speaking_fake_sd() -> object:
     from tests.audio.speaking_fakes import FakeSoundDevice
 
     return FakeSoundDevice(rate=48000)
+
+
+@pytest.fixture
+def fake_pa(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakePortAudio]:
+    """A fake PortAudio with a built-in mic and a speaker, installed as ``sounddevice``."""
+    fake = FakePortAudio(
+        [Hardware("Built-in Mic", inputs=2, rate=16000), Hardware("USB Speaker", outputs=2, rate=48000)]
+    )
+    monkeypatch.setitem(sys.modules, "sounddevice", fake)
+    shared(fake).min_interval_s = 0.0  # tests control the rate limit explicitly
+    shared(fake).hardware = fake.signature
+    yield fake
+    assert fake.streams_open_at_terminate == 0, "PortAudio was terminated under an open stream"
