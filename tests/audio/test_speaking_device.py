@@ -25,6 +25,14 @@ from tests.audio.fake_portaudio import FakePortAudio, Hardware, NoSpeech, mic, t
 
 
 # ---- the speaker ----------------------------------------------------------------------------------
+def _play_whole(queue: PlaybackQueue, say_id: str, samples: FloatArray) -> None:
+    """Queue one reply, wait until it has been played out, and a little longer (the device's buffer)."""
+    piece = QueuedPiece(say_id, 1, samples, 0, 5, ())
+    assert queue.push(piece, queue.generation) and queue.push_end(say_id, 1, queue.generation)
+    wait_until(lambda: not queue.busy)
+    time.sleep(0.1)
+
+
 def _open_sink(
     fake: FakePortAudio, render: Callable[[FloatArray, float], list[PlaybackMark]]
 ) -> tuple[SoundDeviceSink, list[tuple[bool, str]]]:
@@ -145,10 +153,7 @@ def test_a_speaker_plugged_in_later_that_only_takes_its_own_rate_plays_converted
         speaker = fake_pa.streams[-1]
         assert speaker.kind == "output" and speaker.active and speaker.samplerate == 44100
         assert sink.rate == 48000  # replies are still synthesised at the playback rate
-        piece = QueuedPiece("r", 1, tone, 0, 5, ())
-        assert queue.push(piece, queue.generation) and queue.push_end("r", 1, queue.generation)
-        wait_until(lambda: not queue.busy)
-        time.sleep(0.1)
+        _play_whole(queue, "r", tone)
     finally:
         sink.close()
     heard = np.concatenate([b for _, b in speaker.recorded])
@@ -186,10 +191,7 @@ def test_a_speaker_busy_at_start_is_waited_for_by_the_daemon_and_raised_elsewher
         wait_until(lambda: any(ok for ok, _ in reports))
         speaker = fake_pa.streams[-1]
         assert speaker.kind == "output" and speaker.active and speaker.hardware is held
-        piece = QueuedPiece("r2", 1, np.full(frames, 0.25, np.float32), 0, 5, ())
-        assert queue.push(piece, queue.generation) and queue.push_end("r2", 1, queue.generation)
-        wait_until(lambda: not queue.busy)
-        time.sleep(0.1)
+        _play_whole(queue, "r2", np.full(frames, 0.25, np.float32))
     finally:
         sink.close()
     heard = np.concatenate([b for _, b in speaker.recorded])
