@@ -77,6 +77,20 @@ def hearing_noise(seconds: float, level_db: float, seed: int = 0) -> FloatArray:
     return (rng.standard_normal(int(seconds * 16000)) * 10 ** (level_db / 20)).astype(np.float32)
 
 
+def hearing_room(clip: FloatArray, rt60: float, drr_db: float, seed: int = 1) -> FloatArray:
+    """``clip`` heard across a reverberant room: the speech-set builder's room response
+    (``scripts/build_speech_sets.py``), RT60 in seconds, direct-to-reverberant ratio in dB."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "scripts" / "build_speech_sets.py"
+    spec = importlib.util.spec_from_file_location("build_speech_sets", path)
+    assert spec is not None and spec.loader is not None
+    builder = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(builder)
+    response = builder.room_response(np.random.default_rng(seed), rt60, drr_db)
+    return np.asarray(builder.reverberate(clip, response), dtype=np.float32)
+
+
 # ---- speaking fixtures (prefixed ``speaking_``) ---------------------------------------------------
 @pytest.fixture(scope="session")
 def speaking_voice() -> object:
