@@ -71,7 +71,17 @@ class HearingSettings:
     """Discard microphone audio while the device speaks (default True)."""
 
     speaking_tail_ms: int = 300
-    """Audio also discarded after the device stops speaking (echo/room tail), in ms (default 300)."""
+    """Audio always discarded after the device stops speaking (its echo in the room), in ms
+    (default 300)."""
+
+    speaking_tail_max_ms: int = 1000
+    """Audio discarded after the device stops speaking while its echo is still measured above the
+    room's noise floor, at most this long in ms; a rising level (someone speaking) ends it at once
+    (default 1000; at most ``speaking_tail_ms`` = a fixed tail)."""
+
+    echo_margin_db: float = 6.0
+    """The echo is over once the microphone level is within this many dB of the room's noise
+    floor measured while the device was silent (default 6.0)."""
 
     stt_provider: str = "whisper"
     """Speech-to-text engine: "whisper" (local faster-whisper) or "openai" (compatible endpoint) (default "whisper")."""

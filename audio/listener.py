@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from audio.capture import AudioSource, DeviceListSource, MicrophoneUnavailable
+from audio.echo_tail import EchoTail, level_db
 from audio.events import (
     AudioDeviceProblem,
     EventSink,
@@ -91,7 +92,13 @@ class Listener:
         self._parts: list[asyncio.Future[Transcription]] = []
         """Decodes of the current utterance's earlier parts, in order."""
         self._speaking = False
-        self._tail_left = 0
+        rate = settings.sample_rate
+        self._echo = EchoTail(
+            rate,
+            min_samples=rate * settings.speaking_tail_ms // 1000,
+            max_samples=rate * max(settings.speaking_tail_ms, settings.speaking_tail_max_ms) // 1000,
+            margin_db=settings.echo_margin_db,
+        )
         self.heard_samples = 0
         """Samples that reached the endpointer (16 kHz) since creation."""
         self._last_block = 0.0
@@ -150,7 +157,8 @@ class Listener:
 
     def set_speaking(self, active: bool) -> None:
         """Half-duplex: the device started/stopped speaking. While it speaks, and for
-        ``speaking_tail_ms`` after, microphone audio is discarded; an utterance in progress when
+        the room's echo of it after (``audio.echo_tail``: at least ``speaking_tail_ms``, at most
+        ``speaking_tail_max_ms``), microphone audio is discarded; an utterance in progress when
         speaking starts fails with ``interrupted``."""
         if not self.settings.half_duplex:
             self._speaking = active
@@ -158,8 +166,9 @@ class Listener:
         if active and not self._speaking:
             self._interrupt("device started speaking")
             self._segmenter.reset()
+            self._echo.cancel()
         if not active and self._speaking:
-            self._tail_left = self.settings.sample_rate * self.settings.speaking_tail_ms // 1000
+            self._echo.start()
         self._speaking = active
 
     # ---- source handling ------------------------------------------------------------------------
@@ -275,11 +284,19 @@ class Listener:
         self._last_block = time.monotonic()
         if self._resampler is not None:
             block = self._resampler.resample_chunk(block)
-        if self.settings.half_duplex and (self._speaking or self._tail_left > 0):
-            if not self._speaking:
-                self._tail_left -= len(block)
-            self.discarded_samples += len(block)
-            return
+        if self.settings.half_duplex:
+            db = level_db(block)
+            if self._speaking or self._echo.drop(len(block), db):
+                self.discarded_samples += len(block)
+                return
+            if self._echo.ended_by:
+                _LOGGER.debug(
+                    "echo tail over after %d ms (%s)",
+                    self._echo.dropped * 1000 // self.settings.sample_rate,
+                    self._echo.ended_by,
+                )
+                self._echo.ended_by = ""
+            self._echo.idle(len(block), db)
         self.heard_samples += len(block)
         rate = self.settings.sample_rate
         events = self._segmenter.feed(np.asarray(block, dtype=np.float32))

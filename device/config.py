@@ -180,6 +180,12 @@ def _validate(config: Config) -> None:
             "hearing.tone_gate_share",
             f"must be in (0, 1] (1.0 = off), got {config.hearing.tone_gate_share!r}",
         )
+    if config.hearing.speaking_tail_ms < 0 or config.hearing.speaking_tail_max_ms < 0:
+        raise ConfigError(
+            "hearing.speaking_tail_ms",
+            "speaking_tail_ms and speaking_tail_max_ms must be >= 0, got "
+            f"{config.hearing.speaking_tail_ms!r} and {config.hearing.speaking_tail_max_ms!r}",
+        )
     if config.device.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
         raise ConfigError(
             "device.log_level", f"must be DEBUG, INFO, WARNING or ERROR, got {config.device.log_level!r}"

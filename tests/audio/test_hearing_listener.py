@@ -25,6 +25,7 @@ from audio.stt import Transcription
 from audio.wav import FloatArray, encode_wav
 from audio.wer import word_errors
 from audio.whisper_stt import WhisperTranscriber
+from tests.audio.conftest import hearing_room
 
 SPEED = 4.0  # the simulated microphone runs 4x real time to keep the suite short
 
@@ -358,3 +359,38 @@ async def test_long_speech_interrupted_after_a_part_gives_no_transcript(
     await listener.aclose()
     assert isinstance(failed, UtteranceFailed) and failed.reason == "interrupted"
     assert [type(e) for e in rec.events] == [SpeechStarted, UtteranceFailed]
+
+
+@pytest.mark.parametrize("measured", [True, False])
+async def test_the_rooms_echo_of_a_reply_is_not_heard_as_the_user(
+    measured: bool,
+    hearing_transcriber: WhisperTranscriber,
+    hearing_say: Callable[[str], FloatArray],
+) -> None:
+    """The reply ends; a tiled room rings with it for most of a second (RT60 1.2 s, the microphone
+    next to the speaker). The measured tail drops that echo and still hears the user who answers
+    after it; a fixed 300 ms tail (``speaking_tail_max_ms = 0``) lets the echo through as speech."""
+    reply = hearing_say("Shall we play a game together?")
+    wet = hearing_room(np.concatenate([reply, np.zeros(24000, np.float32)]), 1.2, -3.0)
+    wet *= 0.9 / np.abs(wet).max()
+    echo = wet[len(reply) :]
+    settings = HearingSettings(reopen_interval_s=0.1, speaking_tail_max_ms=1000 if measured else 0)
+    listener, mic, rec = make(hearing_transcriber, settings)
+    await listener.open()
+    await asyncio.sleep(0.15)  # the quiet room before the reply (0.6 s of audio at 4x)
+    listener.set_speaking(True)
+    after = np.concatenate([echo, np.zeros(8000, np.float32), hearing_say("Yes please.")])
+    mic.feed(np.concatenate([wet[: len(reply)], after]))  # what the microphone hears, seamless
+    while mic.pending_samples > len(after):
+        await asyncio.sleep(0.002)
+    listener.set_speaking(False)  # playback finished (within a block or two): the echo goes on
+    done = await rec.wait_for(lambda e: isinstance(e, Transcribed) and "yes" in e.text.lower())
+    await listener.aclose()
+    assert isinstance(done, Transcribed)
+    before = rec.events[: rec.events.index(done)]
+    echoes = [e for e in before if isinstance(e, SpeechStarted) and e.utterance != done.utterance]
+    if measured:
+        assert [type(e) for e in before] == [SpeechStarted, SpeechEnded]  # only the user's answer
+        assert listener.discarded_samples > len(reply) + 16000 * 400 // 1000  # more than 300 ms after
+    else:
+        assert echoes  # the echo was taken for speech first

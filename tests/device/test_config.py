@@ -46,6 +46,7 @@ def test_file_values_and_types(tmp_path: Path) -> None:
         ("[device]\nid = 'a/b'\n", "device.id"),
         ("[hearing]\ntone_gate_share = 1.5\n", "hearing.tone_gate_share"),
         ("[hearing]\ntone_gate_share = 0\n", "hearing.tone_gate_share"),
+        ("[hearing]\nspeaking_tail_max_ms = -1\n", "hearing.speaking_tail_ms"),
         ("[mqtt]\nbroker = 'tcp://x'\n", "mqtt.broker"),
         ("[speaking]\nvoices = { en = 3 }\n", "speaking.voices"),
         ("not toml ===", "--config"),

@@ -1,0 +1,103 @@
+"""How long the microphone stays deaf after the device stops speaking: a measured echo tail.
+
+Half duplex drops what the microphone hears while the device speaks. When the reply ends, the room
+still rings with it: the speaker sits centimetres from the microphone, and a living room's
+reverberation (RT60 0.3–0.8 s) keeps the robot's own voice audible for a few hundred milliseconds,
+long enough for the VAD to take it for the user. A fixed tail is either too short for a
+reverberant room or too long for a quiet one, where the user's quick answer would be cut.
+
+``EchoTail`` measures instead (pure and clock-free: durations are sample counts, levels are given):
+
+- while the device is silent it tracks the room's noise floor from the block levels (follows a
+  falling level at once, a rising one slowly, so a user talking does not raise it);
+- after the reply it always drops ``min_samples``, then keeps dropping while the level is still more
+  than ``margin_db`` above that floor -- the echo decaying -- and at most ``max_samples`` in all;
+- it stops at once when the level *rises* by ``onset_db`` over the lowest level of the tail: an
+  echo only decays, so that is someone speaking, and the block goes to the VAD (its pre-roll keeps
+  the first syllable).
+
+Without a measured floor yet (the device spoke first after the microphone opened) only the
+minimum applies.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from audio.wav import FloatArray
+
+FLOOR_RISE_DB_PER_S = 3.0
+"""How fast the noise-floor estimate may rise while the device is silent (dB per second)."""
+
+
+def level_db(block: FloatArray) -> float:
+    """RMS level of ``block`` in dBFS (-120 for digital silence)."""
+    if not len(block):
+        return -120.0
+    power = float(np.mean(np.square(block, dtype=np.float64)))
+    return 10.0 * math.log10(power) if power > 1e-12 else -120.0
+
+
+@dataclass
+class EchoTail:
+    """Decides, block by block, whether the microphone still hears the device's own reply."""
+
+    rate: int
+    """Sample rate of the blocks (Hz)."""
+    min_samples: int
+    """Always dropped after the reply (samples)."""
+    max_samples: int
+    """Never dropped longer than this after the reply (samples)."""
+    margin_db: float = 6.0
+    """The echo is over once the level is within this of the room's noise floor (dB)."""
+    onset_db: float = 10.0
+    """A rise of this much over the tail's lowest level is someone speaking (dB)."""
+    floor_db: float | None = None
+    """The room's noise floor measured while the device was silent (dBFS); None = not yet."""
+    dropped: int = 0
+    """Samples dropped since the reply ended."""
+    active: bool = False
+    """Whether a tail is running."""
+    ended_by: str = ""
+    """Why the last tail ended: "floor", "onset" or "max" (or "" while running / never ran)."""
+    _lowest_db: float = field(default=math.inf, repr=False)
+
+    def start(self) -> None:
+        """The device stopped speaking: the tail begins."""
+        self.active, self.dropped, self.ended_by = True, 0, ""
+        self._lowest_db = math.inf
+
+    def cancel(self) -> None:
+        """The device speaks again: no tail is running (the reply's audio is dropped anyway)."""
+        self.active = False
+
+    def idle(self, n: int, db: float) -> None:
+        """A block of ``n`` samples at ``db`` heard while the device is silent and no tail runs."""
+        if self.floor_db is None or db < self.floor_db:
+            self.floor_db = db
+        else:
+            self.floor_db = min(db, self.floor_db + FLOOR_RISE_DB_PER_S * n / self.rate)
+
+    def drop(self, n: int, db: float) -> bool:
+        """Whether the block of ``n`` samples at ``db`` (heard after the reply) is still echo."""
+        if not self.active:
+            return False
+        if self.dropped < self.min_samples:
+            verdict = ""
+        elif self.dropped >= self.max_samples:
+            verdict = "max"
+        elif db >= self._lowest_db + self.onset_db:
+            verdict = "onset"
+        elif self.floor_db is None or db <= self.floor_db + self.margin_db:
+            verdict = "floor"
+        else:
+            verdict = ""
+        if verdict:  # this block is not dropped: it goes to the VAD
+            self.active, self.ended_by = False, verdict
+            return False
+        self._lowest_db = min(self._lowest_db, db)
+        self.dropped += n
+        return True

@@ -1,0 +1,94 @@
+"""The measured echo tail (audio.echo_tail.EchoTail) on synthetic level sequences: 20 ms blocks at
+16 kHz, levels in dBFS."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from audio.echo_tail import FLOOR_RISE_DB_PER_S, EchoTail, level_db
+
+RATE = 16000
+BLOCK = 320  # 20 ms
+
+
+def _tail(floor_db: float | None = -65.0) -> EchoTail:
+    echo = EchoTail(RATE, min_samples=RATE * 300 // 1000, max_samples=RATE, margin_db=6.0)
+    if floor_db is not None:
+        for _ in range(50):  # a second of the quiet room before the reply
+            echo.idle(BLOCK, floor_db)
+    echo.start()
+    return echo
+
+
+def _run(echo: EchoTail, levels: list[float]) -> list[bool]:
+    """Feed the levels until the tail ends; the drop decision per block fed."""
+    out = []
+    for db in levels:
+        out.append(echo.drop(BLOCK, db))
+        if not echo.active:
+            break
+    return out
+
+
+def _ms(blocks: int) -> int:
+    return blocks * BLOCK * 1000 // RATE
+
+
+def test_quiet_room_ends_after_the_minimum() -> None:
+    echo = _tail()
+    dropped = _run(echo, [-64.0] * 100)
+    assert dropped == [True] * 15 + [False]  # 300 ms, then the first block is heard
+    assert echo.ended_by == "floor" and echo.dropped == RATE * 300 // 1000
+
+
+@pytest.mark.parametrize("rt60", [0.4, 0.6, 0.8])
+def test_reverberant_room_drops_the_echo_until_it_reaches_the_floor(rt60: float) -> None:
+    start_db = -20.0
+    levels = [start_db - 60.0 * (i * BLOCK / RATE) / rt60 for i in range(100)]
+    dropped = _run(_tail(), levels)
+    # The echo is within 6 dB of the -65 dB floor after (65 - 6 - 20) / 60 * RT60 seconds.
+    expected_ms = max(300, 39.0 / 60.0 * rt60 * 1000)
+    assert abs(_ms(sum(dropped)) - expected_ms) <= 20
+    assert dropped[-1] is False
+
+
+def test_someone_speaking_during_the_echo_ends_it_at_once() -> None:
+    echo = _tail()
+    levels = [-20.0 - 100.0 * i * BLOCK / RATE for i in range(20)] + [-28.0] * 10  # answer at 400 ms
+    dropped = _run(echo, levels)
+    assert echo.ended_by == "onset" and dropped == [True] * 20 + [False]
+
+
+def test_a_level_that_neither_falls_nor_rises_is_dropped_at_most_max() -> None:
+    echo = _tail()
+    dropped = _run(echo, [-30.0] * 200)  # a television on after the reply
+    assert echo.ended_by == "max" and _ms(sum(dropped)) == 1000 and dropped[-1] is False
+
+
+def test_without_a_measured_floor_only_the_minimum_applies() -> None:
+    echo = _tail(floor_db=None)
+    dropped = _run(echo, [-30.0] * 100)
+    assert echo.ended_by == "floor" and _ms(sum(dropped)) == 300
+
+
+def test_the_floor_follows_a_quieter_room_at_once_and_a_louder_one_slowly() -> None:
+    echo = EchoTail(RATE, min_samples=0, max_samples=RATE)
+    echo.idle(BLOCK, -50.0)
+    echo.idle(BLOCK, -70.0)
+    assert echo.floor_db == -70.0
+    for _ in range(100):  # two seconds of someone talking at -20 dB
+        echo.idle(BLOCK, -20.0)
+    assert echo.floor_db == pytest.approx(-70.0 + 2 * FLOOR_RISE_DB_PER_S)
+
+
+def test_speaking_again_cancels_the_tail() -> None:
+    echo = _tail()
+    assert echo.drop(BLOCK, -20.0)
+    echo.cancel()
+    assert not echo.drop(BLOCK, -20.0)
+
+
+def test_level_db() -> None:
+    assert level_db(np.zeros(10, np.float32)) == -120.0
+    assert level_db(np.full(10, 0.1, np.float32)) == pytest.approx(-20.0, abs=1e-3)
