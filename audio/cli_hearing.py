@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import logging
 import os
@@ -141,17 +142,36 @@ def _transcribe(args: argparse.Namespace) -> int:
 
 
 def _eval_confidence(args: argparse.Namespace) -> int:
-    from audio.eval_confidence import evaluate_set, report, rows_to_jsonl
+    """Exit 0; 1 when some clips could not be read (the report covers the rest and lists them);
+    2 when there is no usable manifest."""
+    from audio.eval_confidence import (
+        ManifestError,
+        Unreadable,
+        evaluate_set,
+        read_manifest,
+        report,
+        rows_to_jsonl,
+    )
 
     if not (args.dir / "manifest.tsv").is_file():
         print(f"{args.dir}: no manifest.tsv", file=sys.stderr)
         return 2
+    try:
+        read_manifest(args.dir)
+    except (ManifestError, UnicodeDecodeError, csv.Error) as err:
+        print(f"{args.dir}/manifest.tsv: {err}", file=sys.stderr)
+        return 2
     settings = _settings(args)
-    rows = evaluate_set(args.dir, _load(settings), settings)
+    unreadable: list[Unreadable] = []
+    rows = evaluate_set(args.dir, _load(settings), settings, unreadable)
     if args.rows:
         rows_to_jsonl(rows, args.rows)
-    print(json.dumps(report(rows), indent=2))
-    return 0
+    out = report(rows)
+    if unreadable:
+        out["unreadable"] = [{"relpath": u.relpath, "error": u.error} for u in unreadable]
+        print(f"{len(unreadable)} clip(s) could not be read and are left out", file=sys.stderr)
+    print(json.dumps(out, indent=2))
+    return 1 if unreadable else 0
 
 
 def _bench_utterances(args: argparse.Namespace) -> list[tuple[str, FloatArray]]:
@@ -160,7 +180,7 @@ def _bench_utterances(args: argparse.Namespace) -> list[tuple[str, FloatArray]]:
 
         out = []
         for e in read_manifest(args.dir):
-            if e.get("kind", "speech") != "speech":
+            if e["kind"] != "speech":
                 continue
             a = load_clip(args.dir / e["relpath"])
             if 1.0 <= len(a) / 16000 <= 8.0:

@@ -16,6 +16,7 @@ import json
 import logging
 import math
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -68,21 +69,73 @@ class ClipRow:
         return bool(self.text) and self.errors <= 0.1 * self.ref_words
 
 
+class ManifestError(ValueError):
+    """A ``manifest.tsv`` that cannot be read as one (says which file and why)."""
+
+
 def read_manifest(directory: Path) -> list[dict[str, str]]:
-    """Rows of ``directory/manifest.tsv``."""
-    with (directory / "manifest.tsv").open(newline="") as fh:
-        return list(csv.DictReader(fh, delimiter="\t"))
+    """Rows of ``directory/manifest.tsv`` (tab-separated, header row; ``relpath`` required,
+    ``transcript``, ``kind`` and ``condition`` optional). Column names and values are stripped,
+    names compared in lower case, blank lines skipped; ``kind`` is lower-cased and, when missing,
+    is "speech" for a row with a transcript and "nonspeech" for one without."""
+    path = directory / "manifest.tsv"
+    with path.open(newline="", encoding="utf-8-sig") as fh:
+        reader = csv.DictReader(fh, delimiter="\t")
+        names = [(n or "").strip().lower() for n in reader.fieldnames or []]
+        if "relpath" not in names:
+            raise ManifestError(f"{path}: no 'relpath' column (columns: {', '.join(names) or 'none'})")
+        rows = []
+        for line, raw in enumerate(reader, start=2):
+            entry = {
+                (k or "").strip().lower(): (v or "").strip()
+                for k, v in raw.items()
+                if k is not None and isinstance(v, str | None)
+            }
+            if not any(entry.values()):
+                continue
+            if not entry.get("relpath"):
+                raise ManifestError(f"{path}, line {line}: empty relpath")
+            kind = entry.get("kind", "").lower()
+            entry["kind"] = kind or ("speech" if entry.get("transcript") else "nonspeech")
+            rows.append(entry)
+    return rows
+
+
+@dataclass(frozen=True, slots=True)
+class Unreadable:
+    """A clip of the manifest whose audio could not be read (missing, not audio, damaged)."""
+
+    relpath: str
+    error: str
+
+
+def _read_clip(directory: Path, relpath: str, rate: int, unreadable: list[Unreadable] | None) -> Any:
+    """The clip's samples, or None (logged and added to ``unreadable``) when it cannot be read;
+    without an ``unreadable`` list the error is raised."""
+    try:
+        return load_clip(directory / relpath, rate)
+    except Exception as err:
+        if unreadable is None:
+            raise
+        _LOGGER.warning("%s: cannot read audio, left out: %s", relpath, err)
+        unreadable.append(Unreadable(relpath, f"{type(err).__name__}: {err}"))
+        return None
 
 
 def evaluate_set(
-    directory: Path, transcriber: WhisperTranscriber, settings: HearingSettings
+    directory: Path,
+    transcriber: WhisperTranscriber,
+    settings: HearingSettings,
+    unreadable: list[Unreadable] | None = None,
 ) -> list[ClipRow]:
-    """Transcribe every clip of a manifest set."""
+    """Transcribe every clip of a manifest set. A clip that cannot be read is left out and listed
+    in ``unreadable`` when given (raised otherwise)."""
     rows = []
     for entry in read_manifest(directory):
-        res = transcribe_clip(
-            load_clip(directory / entry["relpath"], settings.sample_rate), transcriber, settings
-        )
+        samples = _read_clip(directory, entry["relpath"], settings.sample_rate, unreadable)
+        if samples is None:
+            continue
+        res = transcribe_clip(samples, transcriber, settings)
         ref = entry.get("transcript", "") or ""
         spoken = [u for u in res.utterances if u.text]
         # Features describe one decode: a clip heard as several utterances (or parts) has none,
@@ -124,7 +177,7 @@ def evaluate_nonspeech_direct(
     """
     rows = []
     for entry in read_manifest(directory):
-        if entry.get("kind", "speech") == "speech":
+        if entry["kind"] == "speech":
             continue
         samples = load_clip(directory / entry["relpath"], settings.sample_rate)
         res = transcriber.transcribe(samples, speech_ratio=speech_share(samples, settings))
@@ -367,6 +420,7 @@ def _load_rows(
     out: dict[Path, list[ClipRow]] = {}
     for d in dirs:
         rows: list[ClipRow] = []
+        jobs: list[tuple[str, Callable[[Path, WhisperTranscriber, HearingSettings], list[ClipRow]]]]
         jobs = [(f"results{suffix}.jsonl", evaluate_set)]
         if direct:
             jobs.append((f"results_direct{suffix}.jsonl", evaluate_nonspeech_direct))

@@ -90,6 +90,46 @@ def test_eval_without_manifest(tmp_path: Path) -> None:
     assert run(["eval", "confidence", str(tmp_path)]) == 2
 
 
+def test_eval_leaves_out_clips_it_cannot_read_and_says_which(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    make_set(tmp_path, [("fsdd/7_nicolas_2.wav", "seven", "speech")])
+    (tmp_path / "broken.wav").write_bytes(b"RIFF1234WAVEjunk")
+    with (tmp_path / "manifest.tsv").open("a") as fh:
+        fh.write("missing.wav\thello\tspeech\nbroken.wav\t\tnonspeech\n")
+    assert run(["eval", "confidence", str(tmp_path)]) == 1
+    out = capsys.readouterr()
+    report = json.loads(out.out)
+    assert report["clips"] == 1 and report["speech_clips"] == 1  # the readable clip is still evaluated
+    assert [u["relpath"] for u in report["unreadable"]] == ["missing.wav", "broken.wav"]
+    assert "FileNotFoundError" in report["unreadable"][0]["error"]
+    assert "2 clip(s) could not be read" in out.err
+
+
+def test_eval_with_an_unusable_manifest_says_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "manifest.tsv").write_text("file\ttext\na.wav\thello\n")
+    assert run(["eval", "confidence", str(tmp_path)]) == 2
+    assert "no 'relpath' column (columns: file, text)" in capsys.readouterr().err
+
+
+def test_manifest_columns_and_kinds_are_read_leniently(tmp_path: Path) -> None:
+    from audio.eval_confidence import read_manifest
+
+    (tmp_path / "manifest.tsv").write_bytes(
+        "\ufeffRelPath \tTranscript\tKind\r\n"
+        "a.wav\t Hello there. \tSpeech\r\n"
+        "\t\t\r\n"
+        "b.wav\t\t\r\n"
+        "c.wav\tgood night\t\r\n".encode()
+    )
+    rows = read_manifest(tmp_path)
+    assert [(r["relpath"], r["transcript"], r["kind"]) for r in rows] == [
+        ("a.wav", "Hello there.", "speech"),
+        ("b.wav", "", "nonspeech"),  # no kind: a clip without a transcript is non-speech
+        ("c.wav", "good night", "speech"),
+    ]
+
+
 def test_fit_writes_both_calibrations_from_one_decode(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
