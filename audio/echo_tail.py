@@ -12,8 +12,10 @@ reverberant room or too long for a quiet one, where the user's quick answer woul
   falling level at once, a rising one slowly, so a user talking does not raise it);
 - after the reply it always drops ``min_samples``, then keeps dropping while the level is still more
   than ``margin_db`` above that floor -- the echo decaying -- and at most ``max_samples`` in all;
-- it stops at once when the level *rises* by ``onset_db`` over the lowest level of the tail: an
-  echo only decays, so that is someone speaking, and the block goes to the VAD (its pre-roll keeps
+- it stops at once when the level *rises* by ``onset_db`` over the lowest level of the tail, or
+  has not fallen by ``decay_db`` over the last ``decay_window_samples`` (an echo only decays, at
+  60 dB per RT60: 4 dB per 100 ms even in a 1.5 s hall); then someone is speaking (perhaps since
+  during the minimum) or another sound goes on, and the block goes to the VAD (its pre-roll keeps
   the first syllable).
 
 Without a measured floor yet (the device spoke first after the microphone opened) only the
@@ -23,6 +25,7 @@ minimum applies.
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -55,6 +58,10 @@ class EchoTail:
     """The echo is over once the level is within this of the room's noise floor (dB)."""
     onset_db: float = 10.0
     """A rise of this much over the tail's lowest level is someone speaking (dB)."""
+    decay_db: float = 1.0
+    """An echo falls at least this much over ``decay_window_samples`` (dB)."""
+    decay_window_samples: int = 1600
+    """Span over which the echo must fall by ``decay_db`` (samples; 100 ms at 16 kHz)."""
     floor_db: float | None = None
     """The room's noise floor measured while the device was silent (dBFS); None = not yet."""
     dropped: int = 0
@@ -62,13 +69,16 @@ class EchoTail:
     active: bool = False
     """Whether a tail is running."""
     ended_by: str = ""
-    """Why the last tail ended: "floor", "onset" or "max" (or "" while running / never ran)."""
+    """Why the last tail ended: "floor", "onset", "steady" or "max" ("" while running / never ran)."""
     _lowest_db: float = field(default=math.inf, repr=False)
+    _history: deque[tuple[int, float]] = field(default_factory=deque, repr=False)
+    """(samples dropped before the block, its level) of the tail's recent blocks."""
 
     def start(self) -> None:
         """The device stopped speaking: the tail begins."""
         self.active, self.dropped, self.ended_by = True, 0, ""
         self._lowest_db = math.inf
+        self._history.clear()
 
     def cancel(self) -> None:
         """The device speaks again: no tail is running (the reply's audio is dropped anyway)."""
@@ -93,11 +103,24 @@ class EchoTail:
             verdict = "onset"
         elif self.floor_db is None or db <= self.floor_db + self.margin_db:
             verdict = "floor"
+        elif db > self._level_ago(self.decay_window_samples) - self.decay_db:
+            verdict = "steady"
         else:
             verdict = ""
         if verdict:  # this block is not dropped: it goes to the VAD
             self.active, self.ended_by = False, verdict
             return False
         self._lowest_db = min(self._lowest_db, db)
+        self._history.append((self.dropped, db))
         self.dropped += n
         return True
+
+    def _level_ago(self, samples: int) -> float:
+        """The level of the latest block that began at least ``samples`` before now (+inf when
+        the tail is younger than that)."""
+        target = self.dropped - samples
+        while len(self._history) > 1 and self._history[1][0] <= target:
+            self._history.popleft()
+        if not self._history or self._history[0][0] > target:
+            return math.inf
+        return self._history[0][1]

@@ -76,8 +76,8 @@ class HearingSettings:
 
     speaking_tail_max_ms: int = 1000
     """Audio discarded after the device stops speaking while its echo is still measured above the
-    room's noise floor, at most this long in ms; a rising level (someone speaking) ends it at once
-    (default 1000; at most ``speaking_tail_ms`` = a fixed tail)."""
+    room's noise floor and decaying, at most this long in ms; a level that rises or stops falling
+    (someone speaking) ends it at once (default 1000; at most ``speaking_tail_ms`` = a fixed tail)."""
 
     echo_margin_db: float = 6.0
     """The echo is over once the microphone level is within this many dB of the room's noise

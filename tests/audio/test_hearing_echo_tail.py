@@ -60,9 +60,21 @@ def test_someone_speaking_during_the_echo_ends_it_at_once() -> None:
     assert echo.ended_by == "onset" and dropped == [True] * 20 + [False]
 
 
-def test_a_level_that_neither_falls_nor_rises_is_dropped_at_most_max() -> None:
+def test_a_sound_that_does_not_decay_is_not_echo() -> None:
+    """A television on after the reply, or the user talking since during the minimum (syllables
+    within 10 dB of each other): not falling, so heard right after the minimum."""
     echo = _tail()
-    dropped = _run(echo, [-30.0] * 200)  # a television on after the reply
+    assert _run(echo, [-30.0] * 200) == [True] * 15 + [False]
+    assert echo.ended_by == "steady"
+    talking = [-28.0 + 4.0 * np.sin(i * 0.9) for i in range(200)]
+    echo = _tail()
+    dropped = _run(echo, [-20.0 - 100.0 * i * BLOCK / RATE for i in range(5)] + talking)
+    assert echo.ended_by == "steady" and _ms(sum(dropped)) <= 340
+
+
+def test_a_very_long_echo_is_dropped_at_most_max() -> None:
+    echo = _tail(floor_db=-100.0)
+    dropped = _run(echo, [-10.0 - 20.0 * i * BLOCK / RATE for i in range(200)])  # RT60 3 s
     assert echo.ended_by == "max" and _ms(sum(dropped)) == 1000 and dropped[-1] is False
 
 
