@@ -176,14 +176,15 @@ def _eval_confidence(args: argparse.Namespace) -> int:
 
 def _bench_utterances(args: argparse.Namespace) -> list[tuple[str, FloatArray]]:
     if args.dir is not None:
-        from audio.eval_confidence import read_manifest
+        from audio.eval_confidence import Unreadable, read_clip, read_manifest
 
         out = []
+        unreadable: list[Unreadable] = []
         for e in read_manifest(args.dir):
             if e["kind"] != "speech":
                 continue
-            a = load_clip(args.dir / e["relpath"])
-            if 1.0 <= len(a) / 16000 <= 8.0:
+            a = read_clip(args.dir, e["relpath"], 16000, unreadable)  # unreadable: warned, left out
+            if a is not None and 1.0 <= len(a) / 16000 <= 8.0:
                 out.append((e["transcript"], a))
         return out[: args.limit]
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
@@ -200,9 +201,15 @@ def _bench_utterances(args: argparse.Namespace) -> list[tuple[str, FloatArray]]:
 
 def _bench_stt(args: argparse.Namespace) -> int:
     logging.getLogger("faster_whisper").setLevel(logging.WARNING)  # it logs every transcribe() call
+    from audio.eval_confidence import ManifestError
+
     settings = _settings(args)
+    try:
+        utts = _bench_utterances(args)
+    except (ManifestError, OSError, UnicodeDecodeError, csv.Error) as err:
+        print(f"bench stt: {err}", file=sys.stderr)
+        return 2
     stt = _load(settings)
-    utts = _bench_utterances(args)
     if not utts:
         print("no 1–8 s utterances found", file=sys.stderr)
         return 2

@@ -109,7 +109,7 @@ class Unreadable:
     error: str
 
 
-def _read_clip(directory: Path, relpath: str, rate: int, unreadable: list[Unreadable] | None) -> Any:
+def read_clip(directory: Path, relpath: str, rate: int, unreadable: list[Unreadable] | None) -> Any:
     """The clip's samples, or None (logged and added to ``unreadable``) when it cannot be read;
     without an ``unreadable`` list the error is raised."""
     try:
@@ -132,7 +132,7 @@ def evaluate_set(
     in ``unreadable`` when given (raised otherwise)."""
     rows = []
     for entry in read_manifest(directory):
-        samples = _read_clip(directory, entry["relpath"], settings.sample_rate, unreadable)
+        samples = read_clip(directory, entry["relpath"], settings.sample_rate, unreadable)
         if samples is None:
             continue
         res = transcribe_clip(samples, transcriber, settings)

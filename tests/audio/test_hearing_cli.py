@@ -172,3 +172,11 @@ def test_bench_stt_prints_both_paths_side_by_side(capsys: pytest.CaptureFixture[
     for label in ("+ cross-check", ", no cross-check", "faster-whisper transcribe() beam 1"):
         assert f"{label}" in out and "median" in out
     assert out.count(" vs faster-whisper transcribe() beam 1: median ") == 2
+
+
+def test_bench_with_an_unusable_set_says_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["bench", "stt", "--dir", str(tmp_path)]) == 2
+    assert "manifest.tsv" in capsys.readouterr().err
+    (tmp_path / "manifest.tsv").write_text("relpath\ttranscript\tkind\nmissing.wav\thello there\tspeech\n")
+    assert run(["bench", "stt", "--dir", str(tmp_path)]) == 2  # its one clip cannot be read
+    assert "no 1–8 s utterances found" in capsys.readouterr().err
