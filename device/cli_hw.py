@@ -97,6 +97,12 @@ def _button_test(args: argparse.Namespace) -> int:
 
 
 async def _print_presses(settings: ButtonSettings, seconds: float) -> int:
+    if settings.backend == "none":
+        print(
+            "✘ button: none configured (button.backend = none): nothing to test; set button.backend "
+            "in the config or pass --backend gpio|evdev|keyboard"
+        )
+        return 2
     try:
         button = make_button(settings)
     except ButtonUnavailable as exc:
