@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from audio.stt import ModelUnavailable
 from audio.wav import FloatArray
 from audio.wer import normalise_for_wer, reference_words, word_errors
 
@@ -101,7 +102,7 @@ class MoonshineRecogniser:
         """Open the ONNX sessions and tokenizer; a clear error names what is missing."""
         missing = missing_files(self.model_dir)
         if missing:
-            raise RuntimeError(
+            raise ModelUnavailable(
                 f"cross-check model directory {self.model_dir} lacks {', '.join(missing)}: run "
                 "`python -m audio.fetch_models` (the bootstrap does), point "
                 "hearing.stt_cross_check_model at a Moonshine ONNX export, or set it to 'off'"
@@ -122,7 +123,7 @@ class MoonshineRecogniser:
             )
             self._tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
         except Exception as err:
-            raise RuntimeError(f"cannot load the cross-check model in {self.model_dir}: {err}") from err
+            raise ModelUnavailable(f"cannot load the cross-check model in {self.model_dir}: {err}") from err
         # Cache shapes come from the model itself (tiny: 6 layers, 8 heads of 36; base: 8 x 8 x 52).
         self._empty_cache = {
             i.name: np.zeros((0, int(i.shape[1]), 1, int(i.shape[3])), dtype=np.float32)

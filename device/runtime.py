@@ -23,7 +23,7 @@ from agent_link.protocol_error import ProtocolError
 from audio.capture import AudioSource, SimulatedMicrophone
 from audio.events import AudioDeviceProblem, AudioEvent
 from audio.listener import Listener
-from audio.stt import make_transcriber
+from audio.stt import ModelUnavailable, make_transcriber
 from audio.wav import WavError, load_audio
 from device import __version__
 from device.actions import (
@@ -386,7 +386,10 @@ class Runtime:
 
         self.notifier.status("loading models")
         self.transcriber = make_transcriber(cfg.hearing)
-        await asyncio.to_thread(self.transcriber.load)
+        try:
+            await asyncio.to_thread(self.transcriber.load)
+        except ModelUnavailable as err:
+            return await self._abort_start(server, str(err))
         self.source = make_source(cfg)
         self.listener = Listener(cfg.hearing, self.source, self.transcriber, self._emit_audio)
         self.speaker = make_speaker(cfg, self.state_dir, self._emit_audio)
@@ -403,6 +406,25 @@ class Runtime:
         await self._stopping.wait()
         await self._shutdown(server)
         return 0
+
+    async def _abort_start(self, server: FaceWebServer | None, why: str) -> int:
+        """A start that cannot go on (a model that cannot be loaded: fixing it takes a config
+        change, so systemd is told not to restart, exit 2): say why in the log and to systemd,
+        leave the broker with the offline status, release what was started."""
+        _LOGGER.error("Cannot start: %s", why)
+        self.notifier.stopping(f"cannot start: {why}")
+        with contextlib.suppress(Exception):
+            await self.link.shutdown(self._status_message(online=False), flush_timeout=3.0)
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for closer in (self.button.close, self.face.close, self.outbox.close):
+            with contextlib.suppress(Exception):
+                closer()
+        if server is not None:
+            with contextlib.suppress(Exception):
+                await server.stop()
+        return 2
 
     async def _announce_ready(self) -> None:
         deadline = time.monotonic() + READY_WAIT_S

@@ -256,3 +256,11 @@ def test_story_longer_than_whisper_window_is_transcribed_whole(
     errors = word_errors(reference, res.text)
     assert errors <= 0.05 * len(normalise_for_wer(reference).split()), res.text
     assert res.confidence >= ACCEPT
+
+
+def test_a_model_setting_that_is_no_model_is_a_clear_error(tmp_path: Path) -> None:
+    from audio.stt import ModelUnavailable
+
+    for where, why in ((tmp_path / "nope", "no such directory"), (tmp_path, "no model.bin in it")):
+        with pytest.raises(ModelUnavailable, match=f"hearing.stt_model: .*{where}.*{why}"):
+            WhisperTranscriber(HearingSettings(stt_model=str(where))).load()

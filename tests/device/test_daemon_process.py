@@ -108,3 +108,42 @@ def test_bad_broker_url_exits_2(tmp_path: Path) -> None:
         timeout=60,
     )
     assert proc.returncode == 2 and "mqtt.broker" in proc.stderr
+
+
+def test_a_model_that_cannot_be_loaded_stops_the_start_with_why_and_exit_2(
+    mosquitto: Mosquitto, tmp_path: Path
+) -> None:
+    """Fixing it takes a config change: the daemon says which setting and why (no traceback), tells
+    systemd, leaves the broker an offline status and exits 2 (``RestartPreventExitStatus=2``)."""
+    notify_path = tmp_path / "notify.sock"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(str(notify_path))
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f"[hearing]\nstt_model = '{tmp_path / 'no-model'}'\n")
+    state = tmp_path / "state"
+    try:
+        proc = subprocess.run(
+            [
+                *DAEMON,
+                "--config",
+                str(cfg),
+                "--broker",
+                mosquitto.url,
+                "--device-id",
+                "sd2",
+                "--state-dir",
+                str(state),
+            ],
+            env=dict(os.environ, NOTIFY_SOCKET=str(notify_path)),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        notes = _recv_until(sock, "STOPPING=1", timeout=1)
+    finally:
+        sock.close()
+    assert proc.returncode == 2, proc.stderr
+    assert "Cannot start: hearing.stt_model: no CTranslate2 Whisper model at" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert any("STATUS=cannot start: hearing.stt_model" in line for line in notes)
+    assert _retained_status(mosquitto, "sd2")["online"] is False
