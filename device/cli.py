@@ -80,11 +80,20 @@ def _toml_literal(raw: str) -> object:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from device.config import Config
+    from agent_link.link_settings import LinkConfigError
+    from device.config import Config, ConfigError
     from device.runtime import Runtime
 
     config = config_from_args(args)
     assert isinstance(config, Config)
+    try:  # files only a config change (or provisioning) fixes: exit 2, systemd does not restart
+        config.mqtt.check_files()
+    except LinkConfigError as err:
+        key = next(
+            (f"mqtt.{k}" for k in ("password_file", "ca_file", "cert_file", "key_file") if k in str(err)),
+            "mqtt",
+        )
+        raise ConfigError(key, str(err)) from None
     logging.getLogger().setLevel(config.device.log_level.upper())
     return asyncio.run(Runtime(config).run())
 

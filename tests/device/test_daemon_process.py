@@ -147,3 +147,16 @@ def test_a_model_that_cannot_be_loaded_stops_the_start_with_why_and_exit_2(
     assert "Traceback" not in proc.stderr
     assert any("STATUS=cannot start: hearing.stt_model" in line for line in notes)
     assert _retained_status(mosquitto, "sd2")["online"] is False
+
+
+def test_a_missing_tls_file_names_the_key_and_exits_2(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f"[mqtt]\nbroker = 'mqtts://127.0.0.1:8883'\nca_file = '{tmp_path / 'ca.pem'}'\n")
+    proc = subprocess.run(
+        [*DAEMON, "--config", str(cfg), "--state-dir", str(tmp_path / "s")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "config: mqtt.ca_file: ca_file" in proc.stderr and "Traceback" not in proc.stderr
