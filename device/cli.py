@@ -82,6 +82,7 @@ def _toml_literal(raw: str) -> object:
 def _run(args: argparse.Namespace) -> int:
     from agent_link.link_settings import LinkConfigError
     from device.config import Config, ConfigError
+    from device.persistence import StateDirUnusable
     from device.runtime import Runtime
 
     config = config_from_args(args)
@@ -95,7 +96,11 @@ def _run(args: argparse.Namespace) -> int:
         )
         raise ConfigError(key, str(err)) from None
     logging.getLogger().setLevel(config.device.log_level.upper())
-    return asyncio.run(Runtime(config).run())
+    try:
+        runtime = Runtime(config)
+    except StateDirUnusable as err:
+        raise ConfigError("device.state_dir", str(err)) from None
+    return asyncio.run(runtime.run())
 
 
 def _config(args: argparse.Namespace) -> int:

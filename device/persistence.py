@@ -32,12 +32,22 @@ def atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
+class StateDirUnusable(OSError):
+    """The state directory cannot be created or written (the message says which and why)."""
+
+
 class StateDir:
     """Files under the device's state directory."""
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root).expanduser()
-        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            probe = self.root / f".write-test-{os.getpid()}"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as err:
+            raise StateDirUnusable(f"{self.root} cannot be used: {err.strerror or err}") from err
 
     @property
     def outbox_path(self) -> Path:

@@ -160,3 +160,17 @@ def test_a_missing_tls_file_names_the_key_and_exits_2(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2, proc.stderr
     assert "config: mqtt.ca_file: ca_file" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_state_dir_that_cannot_be_used_names_the_key_and_exits_2(tmp_path: Path) -> None:
+    blocker = tmp_path / "state"
+    blocker.write_text("a file where the directory should be")
+    proc = subprocess.run(
+        [*DAEMON, "--broker", "mqtt://127.0.0.1:1", "--state-dir", str(blocker)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert f"config: device.state_dir: {blocker} cannot be used" in proc.stderr
+    assert "Traceback" not in proc.stderr
