@@ -413,6 +413,12 @@ class Runtime:
         leave the broker with the offline status, release what was started."""
         _LOGGER.error("Cannot start: %s", why)
         self.notifier.stopping(f"cannot start: {why}")
+        await self._close_link_and_parts(server)
+        return 2
+
+    async def _close_link_and_parts(self, server: FaceWebServer | None) -> None:
+        """Leave the broker the offline status, end every task, close button, face, outbox and
+        the face page."""
         with contextlib.suppress(Exception):
             await self.link.shutdown(self._status_message(online=False), flush_timeout=3.0)
         for task in self._tasks:
@@ -424,7 +430,6 @@ class Runtime:
         if server is not None:
             with contextlib.suppress(Exception):
                 await server.stop()
-        return 2
 
     async def _announce_ready(self) -> None:
         deadline = time.monotonic() + READY_WAIT_S
@@ -460,17 +465,7 @@ class Runtime:
             await asyncio.wait_for(asyncio.shield(orchestrator), 2.0)
         for handle in self._timers.values():
             handle.cancel()
-        with contextlib.suppress(Exception):
-            await self.link.shutdown(self._status_message(online=False), flush_timeout=3.0)
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        for closer in (self.button.close, self.face.close, self.outbox.close):
-            with contextlib.suppress(Exception):
-                closer()
-        if server is not None:
-            with contextlib.suppress(Exception):
-                await server.stop()
+        await self._close_link_and_parts(server)
         with contextlib.suppress(Exception):
             await self.speaker.aclose()
         with contextlib.suppress(Exception):
