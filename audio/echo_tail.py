@@ -24,6 +24,7 @@ minimum applies.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections import deque
 from dataclasses import dataclass, field
@@ -31,6 +32,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from audio.wav import FloatArray
+
+_LOGGER = logging.getLogger(__name__)
 
 FLOOR_RISE_DB_PER_S = 3.0
 """How fast the noise-floor estimate may rise while the device is silent (dB per second)."""
@@ -85,7 +88,8 @@ class EchoTail:
         self.active = False
 
     def idle(self, n: int, db: float) -> None:
-        """A block of ``n`` samples at ``db`` heard while the device is silent and no tail runs."""
+        """A block of ``n`` samples at ``db`` heard while the device is silent and no tail runs
+        (the caller feeds every block ``drop`` did not drop)."""
         if self.floor_db is None or db < self.floor_db:
             self.floor_db = db
         else:
@@ -109,6 +113,7 @@ class EchoTail:
             verdict = ""
         if verdict:  # this block is not dropped: it goes to the VAD
             self.active, self.ended_by = False, verdict
+            _LOGGER.debug("echo tail over after %d ms (%s)", self.dropped * 1000 // self.rate, verdict)
             return False
         self._lowest_db = min(self._lowest_db, db)
         self._history.append((self.dropped, db))

@@ -289,13 +289,6 @@ class Listener:
             if self._speaking or self._echo.drop(len(block), db):
                 self.discarded_samples += len(block)
                 return
-            if self._echo.ended_by:
-                _LOGGER.debug(
-                    "echo tail over after %d ms (%s)",
-                    self._echo.dropped * 1000 // self.settings.sample_rate,
-                    self._echo.ended_by,
-                )
-                self._echo.ended_by = ""
             self._echo.idle(len(block), db)
         self.heard_samples += len(block)
         rate = self.settings.sample_rate
