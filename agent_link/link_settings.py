@@ -8,7 +8,12 @@ from urllib.parse import urlsplit
 
 
 class LinkConfigError(ValueError):
-    """A link setting is unusable (bad broker URL, unreadable password / certificate file)."""
+    """A link setting is unusable (bad broker URL, unreadable password / certificate file);
+    ``key`` names it when known (``password_file``, ``ca_file``...)."""
+
+    def __init__(self, message: str, key: str = "") -> None:
+        super().__init__(message)
+        self.key = key
 
 
 @dataclass(frozen=True)
@@ -95,7 +100,9 @@ class LinkSettings:
         try:
             text = Path(self.password_file).read_text(encoding="utf-8")
         except OSError as err:
-            raise LinkConfigError(f"cannot read password_file {self.password_file!r}: {err}") from None
+            raise LinkConfigError(
+                f"cannot read password_file {self.password_file!r}: {err}", "password_file"
+            ) from None
         lines = text.splitlines()
         return lines[0] if lines else ""
 
@@ -105,4 +112,4 @@ class LinkSettings:
         for name in ("ca_file", "cert_file", "key_file"):
             path = getattr(self, name)
             if path is not None and not Path(path).is_file():
-                raise LinkConfigError(f"{name} {path!r} does not exist or is not a file")
+                raise LinkConfigError(f"{name} {path!r} does not exist or is not a file", name)

@@ -156,7 +156,7 @@ def _eval_confidence(args: argparse.Namespace) -> int:
     if not (args.dir / "manifest.tsv").is_file():
         print(f"{args.dir}: no manifest.tsv", file=sys.stderr)
         return 2
-    try:
+    try:  # before the models load: a bad manifest is told at once (the file is read again, cheap)
         read_manifest(args.dir)
     except (ManifestError, UnicodeDecodeError, csv.Error) as err:
         print(f"{args.dir}/manifest.tsv: {err}", file=sys.stderr)

@@ -37,6 +37,7 @@ from audio.confidence import (
 from audio.cross_check import resolve_model_dir
 from audio.hearing_settings import HearingSettings
 from audio.stt_clip import load_clip, transcribe_clip
+from audio.wav import FloatArray
 from audio.wer import normalise_for_wer, reference_words, word_errors
 from audio.whisper_stt import WhisperTranscriber
 
@@ -109,7 +110,9 @@ class Unreadable:
     error: str
 
 
-def read_clip(directory: Path, relpath: str, rate: int, unreadable: list[Unreadable] | None) -> Any:
+def read_clip(
+    directory: Path, relpath: str, rate: int, unreadable: list[Unreadable] | None
+) -> FloatArray | None:
     """The clip's samples, or None (logged and added to ``unreadable``) when it cannot be read;
     without an ``unreadable`` list the error is raised."""
     try:

@@ -90,11 +90,7 @@ def _run(args: argparse.Namespace) -> int:
     try:  # files only a config change (or provisioning) fixes: exit 2, systemd does not restart
         config.mqtt.check_files()
     except LinkConfigError as err:
-        key = next(
-            (f"mqtt.{k}" for k in ("password_file", "ca_file", "cert_file", "key_file") if k in str(err)),
-            "mqtt",
-        )
-        raise ConfigError(key, str(err)) from None
+        raise ConfigError(f"mqtt.{err.key}" if err.key else "mqtt", str(err)) from None
     logging.getLogger().setLevel(config.device.log_level.upper())
     try:
         runtime = Runtime(config)
