@@ -162,7 +162,7 @@ def trim(x: FloatArray, keep_s: float = 0.03) -> FloatArray:
 
 def room_response(rng: np.random.Generator, rt60: float, drr_db: float) -> FloatArray:
     """A synthetic room impulse response: the direct sound, then a diffuse tail of noise that
-    decays by 60 dB in ``rt60`` seconds and darkens as it decays (walls and air absorb the highs),
+    decays by 60 dB in ``rt60`` seconds and is darker than the direct sound (walls and air absorb the highs),
     scaled so the direct sound is ``drr_db`` above the tail's energy (direct-to-reverberant ratio)."""
     n = int(rt60 * RATE)
     t = np.arange(n) / RATE
