@@ -8,8 +8,9 @@ reverberant room or too long for a quiet one, where the user's quick answer woul
 
 ``EchoTail`` measures instead (pure and clock-free: durations are sample counts, levels are given):
 
-- while the device is silent it tracks the room's noise floor from the block levels (follows a
-  falling level at once, a rising one slowly, so a user talking does not raise it);
+- the room's noise floor comes from the caller: the VAD's (``SpeechDetector.noise_floor_db``,
+  tracked on the frames it hears while the device is silent: falls fast, rises slowly, never on
+  speech);
 - after the reply it always drops ``min_samples``, then keeps dropping while the level is still more
   than ``margin_db`` above that floor -- the echo decaying -- and at most ``max_samples`` in all;
 - it stops at once when the level *rises* by ``onset_db`` over the lowest level of the tail, or
@@ -18,8 +19,7 @@ reverberant room or too long for a quiet one, where the user's quick answer woul
   during the minimum) or another sound goes on, and the block goes to the VAD (its pre-roll keeps
   the first syllable).
 
-Without a measured floor yet (the device spoke first after the microphone opened) only the
-minimum applies.
+Without a floor (None) only the minimum applies.
 """
 
 from __future__ import annotations
@@ -29,22 +29,7 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 
-import numpy as np
-
-from audio.wav import FloatArray
-
 _LOGGER = logging.getLogger(__name__)
-
-FLOOR_RISE_DB_PER_S = 3.0
-"""How fast the noise-floor estimate may rise while the device is silent (dB per second)."""
-
-
-def level_db(block: FloatArray) -> float:
-    """RMS level of ``block`` in dBFS (-120 for digital silence)."""
-    if not len(block):
-        return -120.0
-    power = float(np.mean(np.square(block, dtype=np.float64)))
-    return 10.0 * math.log10(power) if power > 1e-12 else -120.0
 
 
 @dataclass
@@ -65,8 +50,6 @@ class EchoTail:
     """An echo falls at least this much over ``decay_window_samples`` (dB)."""
     decay_window_samples: int = 1600
     """Span over which the echo must fall by ``decay_db`` (samples; 100 ms at 16 kHz)."""
-    floor_db: float | None = None
-    """The room's noise floor measured while the device was silent (dBFS); None = not yet."""
     dropped: int = 0
     """Samples dropped since the reply ended."""
     active: bool = False
@@ -87,16 +70,9 @@ class EchoTail:
         """The device speaks again: no tail is running (the reply's audio is dropped anyway)."""
         self.active = False
 
-    def idle(self, n: int, db: float) -> None:
-        """A block of ``n`` samples at ``db`` heard while the device is silent and no tail runs
-        (the caller feeds every block ``drop`` did not drop)."""
-        if self.floor_db is None or db < self.floor_db:
-            self.floor_db = db
-        else:
-            self.floor_db = min(db, self.floor_db + FLOOR_RISE_DB_PER_S * n / self.rate)
-
-    def drop(self, n: int, db: float) -> bool:
-        """Whether the block of ``n`` samples at ``db`` (heard after the reply) is still echo."""
+    def drop(self, n: int, db: float, floor_db: float | None) -> bool:
+        """Whether the block of ``n`` samples at ``db`` (heard after the reply) is still echo, over
+        a room whose noise floor is ``floor_db`` (dBFS; None = unknown)."""
         if not self.active:
             return False
         if self.dropped < self.min_samples:
@@ -105,7 +81,7 @@ class EchoTail:
             verdict = "max"
         elif db >= self._lowest_db + self.onset_db:
             verdict = "onset"
-        elif self.floor_db is None or db <= self.floor_db + self.margin_db:
+        elif floor_db is None or db <= floor_db + self.margin_db:
             verdict = "floor"
         elif db > self._level_ago(self.decay_window_samples) - self.decay_db:
             verdict = "steady"

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from audio.capture import AudioSource, DeviceListSource, MicrophoneUnavailable
-from audio.echo_tail import EchoTail, level_db
+from audio.echo_tail import EchoTail
 from audio.events import (
     AudioDeviceProblem,
     EventSink,
@@ -50,7 +50,14 @@ from audio.events import (
 from audio.hearing_settings import HearingSettings
 from audio.stt import Transcriber, Transcription
 from audio.utterance_parts import join_transcriptions
-from audio.vad import FrameSegmenter, UtteranceBegan, UtteranceComplete, UtterancePart, UtteranceRejected
+from audio.vad import (
+    FrameSegmenter,
+    UtteranceBegan,
+    UtteranceComplete,
+    UtterancePart,
+    UtteranceRejected,
+    frame_level_db,
+)
 from audio.wav import FloatArray
 
 _LOGGER = logging.getLogger(__name__)
@@ -284,12 +291,17 @@ class Listener:
         self._last_block = time.monotonic()
         if self._resampler is not None:
             block = self._resampler.resample_chunk(block)
-        if self.settings.half_duplex:
-            db = level_db(block)
-            if self._speaking or self._echo.drop(len(block), db):
-                self.discarded_samples += len(block)
-                return
-            self._echo.idle(len(block), db)
+        if self.settings.half_duplex and (
+            self._speaking
+            or (
+                self._echo.active
+                and self._echo.drop(
+                    len(block), frame_level_db(block), self._segmenter.detector.noise_floor_db
+                )
+            )
+        ):
+            self.discarded_samples += len(block)
+            return
         self.heard_samples += len(block)
         rate = self.settings.sample_rate
         events = self._segmenter.feed(np.asarray(block, dtype=np.float32))
