@@ -16,6 +16,7 @@ from audio.portaudio import shared
 from audio.wav import FloatArray, load_audio, resample
 from audio.whisper_stt import WhisperTranscriber
 from tests.audio.fake_portaudio import FakePortAudio, Hardware
+from tests.scripts.loader import load_script
 
 HEARING_SPEECH_DIR = Path("/work/shared/data/speech")
 
@@ -80,13 +81,7 @@ def hearing_noise(seconds: float, level_db: float, seed: int = 0) -> FloatArray:
 def hearing_room(clip: FloatArray, rt60: float, drr_db: float, seed: int = 1) -> FloatArray:
     """``clip`` heard across a reverberant room: the speech-set builder's room response
     (``scripts/build_speech_sets.py``), RT60 in seconds, direct-to-reverberant ratio in dB."""
-    import importlib.util
-
-    path = Path(__file__).resolve().parents[2] / "scripts" / "build_speech_sets.py"
-    spec = importlib.util.spec_from_file_location("build_speech_sets", path)
-    assert spec is not None and spec.loader is not None
-    builder = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(builder)
+    builder = load_script("build_speech_sets")
     response = builder.room_response(np.random.default_rng(seed), rt60, drr_db)
     return np.asarray(builder.reverberate(clip, response), dtype=np.float32)
 

@@ -4,32 +4,16 @@ with a manifest that matches its files, and the real-speech transcript rules hol
 from __future__ import annotations
 
 import csv
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
 
 from audio.wav import read_wav
+from tests.scripts.loader import load_script
 
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
-
-
-def _script(name: str) -> ModuleType:
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-bss = _script("build_speech_sets")
-real = _script("build_real_speech_sets")
+bss = load_script("build_speech_sets")
+real = load_script("build_real_speech_sets")
 RATE = 16000
 LEAD = int(0.4 * RATE)
 
