@@ -101,6 +101,14 @@ def looks_looped(tokens: list[int], text: str, generated: int, budget: int) -> b
     )
 
 
+def _goes_on_from(head: list[str], words: list[str]) -> bool:
+    """Whether ``words`` start with the words of ``head`` (at most one in five different) and go on."""
+    if not head or len(head) >= len(words):
+        return False
+    differ = sum(a != b for a, b in zip(words[: len(head)], head, strict=True))
+    return differ <= len(head) // 5
+
+
 def stopped_early(beam_text: str, greedy_text: str, audio_s: float) -> bool:
     """Whether the beam's words are the greedy ones cut short: the greedy text's first words (at
     most one in five different) and fewer than one word per second of audio. The beam decodes
@@ -108,11 +116,22 @@ def stopped_early(beam_text: str, greedy_text: str, audio_s: float) -> bool:
     often the first sentence alone ("Thank you for calling Super Awesome Company." for 25 s of
     speech the greedy pass read whole): shorter is likelier, not better heard."""
     beam, greedy = normalise_for_wer(beam_text).split(), normalise_for_wer(greedy_text).split()
-    if not beam or len(beam) >= len(greedy):
-        return False
-    head = greedy[: len(beam)]
-    differ = sum(a != b for a, b in zip(head, beam, strict=True))
-    return differ <= len(beam) // 5 and len(beam) / max(audio_s, 0.5) < STOPPED_EARLY_WORDS_PER_S
+    return _goes_on_from(beam, greedy) and len(beam) / max(audio_s, 0.5) < STOPPED_EARLY_WORDS_PER_S
+
+
+def reads_on(short_text: str, full_text: str) -> bool:
+    """Whether the full window's reading is the short window's one (at most one word in five
+    different) with more words after it: the short window stopped before the speech did."""
+    return _goes_on_from(normalise_for_wer(short_text).split(), normalise_for_wer(full_text).split())
+
+
+def unfinished_at(ids: list[int], ts_begin: int) -> float | None:
+    """Where a timestamped decode's last segment starts, in seconds, when the decode ends on it
+    ("... your volume.<12.00><12.00>" then end-of-text: Whisper's way of saying the segment goes on
+    past the window, so it is not read); None when the last segment was closed or nothing was read."""
+    if len(ids) >= 3 and ids[-1] >= ts_begin and ids[-2] >= ts_begin:
+        return (ids[-1] - ts_begin) * 0.02
+    return None
 
 
 STOPPED_EARLY_WORDS_PER_S = 1.0

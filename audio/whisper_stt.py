@@ -43,7 +43,9 @@ from audio.transcript_checks import (
     keep_segments,
     looks_looped,
     nbest_stats,
+    reads_on,
     stopped_early,
+    unfinished_at,
     unlooped,
 )
 from audio.voice_prob import CHUNK, voice_probability
@@ -59,6 +61,9 @@ SECOND_OPINION_MAX_WORDS = 3
 tokens; fillers, goodbyes and single words are where a confident mistake costs most)."""
 SECOND_OPINION_TOKEN_PROB = 0.5
 """Longer ones get it when some greedy token was less likely than this (shaky)."""
+UNREAD_MIN_S = 0.3
+"""A decode that leaves its last segment unread with at least this much audio (seconds) after the
+segment's start is redone on the full window (about 1 % of real utterances, long ones)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +82,9 @@ class _Decode:
     looped: bool
     repeated: bool
     encoder_output: Any = None
+    unfinished_at: float | None = None
+    """Where the last segment, left unread because Whisper took it to go on past the window, starts
+    (seconds); None when the decode read to its end."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,6 +264,7 @@ class WhisperTranscriber:
             looped=looks_looped(tokens, text, n, budget),
             repeated=repeated,
             encoder_output=enc,
+            unfinished_at=unfinished_at(ids, tok.timestamp_begin),
         )
 
     def _beam(self, encoder_output: Any, n_samples: int) -> list[Hypothesis]:
@@ -380,6 +389,21 @@ class WhisperTranscriber:
             fallbacks += 1
             if normalise_text(full.text) and not full.looped:
                 d = full
+        elif frames < FULL_WINDOW_FRAMES and self._stopped_reading(d, len(samples)):
+            # The short window took the last phrase to go on past its end and left it unread ("... or
+            # eight to exit" lost from a 14 s menu); the full window reads on.
+            full = self._greedy(samples, self._encode(samples, FULL_WINDOW_FRAMES))
+            fallbacks += 1
+            read_on = not full.looped and reads_on(d.text, full.text)
+            _LOGGER.info(
+                "short window stopped reading at %.2f s of %.2f s; the full window %s: %r",
+                d.unfinished_at,
+                len(samples) / SAMPLE_RATE,
+                "read on" if read_on else "did not read on (kept the short one)",
+                full.text,
+            )
+            if read_on:
+                d = full
         features = None
         confidence = 0.0
         text = ""
@@ -430,6 +454,12 @@ class WhisperTranscriber:
             not_needed.set()  # nothing heard: the cross-check's decode stops where it is
         decode_ms = round((time.monotonic() - t0) * 1000)
         return Transcription(text, confidence, self.language, audio_ms, decode_ms, features)
+
+    @staticmethod
+    def _stopped_reading(d: _Decode, n_samples: int) -> bool:
+        """Whether the decode left a last segment unread with at least ``UNREAD_MIN_S`` of audio after
+        its start."""
+        return d.unfinished_at is not None and n_samples / SAMPLE_RATE - d.unfinished_at >= UNREAD_MIN_S
 
     @staticmethod
     def _other_text(job: Future[str] | None) -> str | None:

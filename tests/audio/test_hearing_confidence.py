@@ -278,6 +278,34 @@ def test_stopped_early() -> None:
     assert not stopped_early(greedy, greedy, 15.0) and not stopped_early("", greedy, 15.0)
 
 
+def test_reads_on() -> None:
+    from audio.transcript_checks import reads_on
+
+    short = "Press 1 to mute. 7 or 9 to change your volume."
+    assert reads_on(short, "Press one to mute. Seven or nine to change your volume. Or eight to exit.")
+    assert reads_on(short, "Press 1 to mute. 7 or 9 to change the volume. Or 8 to exit.")  # 1 in 5 differs
+    assert not reads_on(short, short)  # nothing more read
+    assert not reads_on(short, "Press 1 to mute. 7 or 9.")  # shorter
+    assert not reads_on(
+        "But as the writer should by time deceased,", "But as the writer should buy time to cease."
+    )
+    assert not reads_on("", "Hello there.")
+
+
+def test_unfinished_at() -> None:
+    from audio.transcript_checks import unfinished_at
+
+    ts = 1000  # first timestamp id; text ids below it
+
+    def t(seconds: float) -> int:
+        return ts + round(seconds / 0.02)
+
+    assert unfinished_at([t(0), 5, 6, t(3.2), t(3.2), 7, t(6.0), t(6.0)], ts) == pytest.approx(6.0)
+    assert unfinished_at([t(0), 5, 6, t(3.2)], ts) is None  # last segment closed
+    assert unfinished_at([t(0), 5, 6, t(3.2), t(3.2), 7, t(6.0)], ts) is None
+    assert unfinished_at([t(0), t(0)], ts) is None and unfinished_at([], ts) is None  # nothing read
+
+
 def test_unstable_decode_lowers_the_score() -> None:
     stable = dict(min_token_prob=0.9, first_token_prob=0.9, nbest_posterior=1.0, nbest_word_agreement=1.0)
     torn = dict(min_token_prob=0.05, first_token_prob=0.1, nbest_posterior=0.1, nbest_word_agreement=0.2)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -186,6 +187,26 @@ def test_repeated_digit_is_redone_on_the_full_window(
     assert normalise_for_wer(res.text) == "nine", res
     feats = res.utterances[0].features
     assert feats is not None and feats.fallbacks >= 1 and not feats.repeated_words
+
+
+def test_a_last_phrase_the_short_window_leaves_unread_is_read_on_the_full_window(
+    hearing_transcriber: WhisperTranscriber,
+    hearing_settings: HearingSettings,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A 14 s telephone menu: the short window reads three phrases, then takes the fourth ("or eight
+    # to exit", from 12.0 s) to go on past the window and stops; the full window reads it.
+    clip = load_clip(Path(__file__).parent / "data" / "conf-usermenu.wav")
+    reference = (
+        "Please press one to mute or unmute yourself, four or six to decrease or increase the "
+        "conference volume, seven or nine to decrease or increase your volume, or eight to exit."
+    )
+    with caplog.at_level(logging.INFO, logger="audio.whisper_stt"):
+        res = transcribe_clip(clip, hearing_transcriber, hearing_settings)
+    assert "stopped reading at 12.00 s" in caplog.text and "the full window read on" in caplog.text
+    assert normalise_for_wer(res.text).endswith("or eight to exit"), res.text
+    assert word_errors(reference, res.text) == 0, res.text
+    assert res.confidence >= ACCEPT
 
 
 def test_clear_speech_holds_the_nbest(
