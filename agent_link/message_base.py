@@ -13,9 +13,6 @@ PROTOCOL_VERSION = 1
 MAX_PAYLOAD_BYTES = 65536
 """Largest accepted payload (64 KiB); anything larger is rejected as ``invalid``."""
 
-MAX_SAY_TEXT_CHARS = 4000
-"""Longest accepted ``say.text`` chunk, in characters."""
-
 State = Literal["asleep", "idle", "listening", "thinking", "speaking"]
 TapSource = Literal["button", "screen", "keyboard", "sim"]
 FailureReason = Literal["no_speech", "too_short", "too_long", "stt_error", "interrupted"]

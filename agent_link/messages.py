@@ -32,7 +32,6 @@ from agent_link.event_messages import (
 )
 from agent_link.message_base import (
     MAX_PAYLOAD_BYTES,
-    MAX_SAY_TEXT_CHARS,
     PROTOCOL_VERSION,
     FailureReason,
     Message,
@@ -47,7 +46,6 @@ __all__ = [
     "COMMAND_TYPES",
     "EVENT_TYPES",
     "MAX_PAYLOAD_BYTES",
-    "MAX_SAY_TEXT_CHARS",
     "PROTOCOL_VERSION",
     "AgentStatus",
     "AsleepEvent",
@@ -88,7 +86,7 @@ __all__ = [
 
 # ---- commands (agent → device) ---------------------------------------------------------------------
 class _CommandEnvelope(VersionedMessage):
-    id: str = Field(min_length=1, max_length=200)
+    id: str = Field(min_length=1)
     """Unique command id; duplicates are executed once."""
     expires_at: float | None = None
     """Optional unix time (s) after which the command must not be executed."""
@@ -98,9 +96,9 @@ class SayCommand(_CommandEnvelope):
     """Speak ``text``: one chunk of reply ``say``; the last chunk has ``final: true``."""
 
     type: Literal["say"] = "say"
-    say: str = Field(min_length=1, max_length=200)
+    say: str = Field(min_length=1)
     """Reply id; chunks with the same id stream one reply."""
-    text: str = Field(max_length=MAX_SAY_TEXT_CHARS)
+    text: str
     """Text to speak, may contain ``[tag]`` markers."""
     final: bool = True
     """True on the last chunk of the reply."""
@@ -141,9 +139,9 @@ class ConfigCommand(_CommandEnvelope):
     """Session settings; each field optional, persisted by the device."""
 
     type: Literal["config"] = "config"
-    language: str | None = Field(default=None, min_length=1, max_length=32)
+    language: str | None = Field(default=None, min_length=1)
     """STT language and TTS voice language (e.g. ``en``)."""
-    voice: str | None = Field(default=None, min_length=1, max_length=200)
+    voice: str | None = Field(default=None, min_length=1)
     """TTS voice name."""
     volume: float | None = Field(default=None, ge=0.0, le=1.0)
     """Output volume in [0, 1]."""
@@ -221,7 +219,7 @@ class SimTap(Message):
 class SimText(Message):
     """``sim/text`` payload: typed input, becomes a ``transcript`` with ``source: typed``."""
 
-    text: str = Field(max_length=MAX_SAY_TEXT_CHARS)
+    text: str
     """The typed text."""
     EXAMPLE: ClassVar[dict[str, Any]] = {"text": "hello robot"}
 

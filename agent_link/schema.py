@@ -141,7 +141,9 @@ def asyncapi_document() -> dict[str, Any]:
         "publishStatus": operation("send", "status", "Device publishes its status (retained).", retain=True),
         "publishEvent": operation("send", "event", "Device publishes events, written to disk first."),
         "receiveCommand": operation("receive", "command", "Device executes commands (duplicates once)."),
-        "receiveAgentStatus": operation("receive", "agentStatus", "Device watches the agent's presence."),
+        "receiveAgentStatus": operation(
+            "receive", "agentStatus", "Device watches the agent's presence (retained).", retain=True
+        ),
         "receiveSimTap": operation("receive", "simTap", "Simulated tap (simulation only)."),
         "receiveSimText": operation("receive", "simText", "Simulated typed input (simulation only)."),
         "receiveSimAudio": operation("receive", "simAudio", "Simulated microphone audio (simulation only)."),

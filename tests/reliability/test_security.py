@@ -15,7 +15,7 @@ import pytest
 from agent_link.harness.client import AgentHarness
 from agent_link.link import MqttLink
 from agent_link.link_settings import LinkSettings
-from agent_link.messages import MAX_SAY_TEXT_CHARS, StatusMessage
+from agent_link.messages import MAX_PAYLOAD_BYTES, StatusMessage
 from agent_link.outbox import Outbox
 from agent_link.reliability import FaultRunner, ReliabilityReport
 from agent_link.reliability_daemon import DaemonProcess
@@ -169,7 +169,7 @@ async def test_sim_topics_do_nothing_without_simulate(mosquitto: Mosquitto, tmp_
         daemon.kill()
 
 
-async def test_microphone_closed_while_asleep_and_reply_text_bounded(
+async def test_microphone_closed_while_asleep_and_an_oversize_payload_rejected(
     mosquitto: Mosquitto, tmp_path: Path, speech_wav: bytes
 ) -> None:
     config = sim_config(mosquitto.url, "rel-mic-sleep", tmp_path / "state")
@@ -179,11 +179,10 @@ async def test_microphone_closed_while_asleep_and_reply_text_bounded(
         await harness.sim_tap()
         await harness.wait_for("wake", timeout=15)
         assert sim_mic(rt).is_open
-        too_long = "too-long"
-        text = "a" * (MAX_SAY_TEXT_CHARS + 1)
-        await harness.send_raw({"v": 1, "type": "say", "id": too_long, "say": too_long, "text": text})
-        rejected = await harness.wait_for("command_rejected", timeout=10, command=too_long)
-        assert rejected.reason == "invalid" and str(MAX_SAY_TEXT_CHARS) in rejected.detail
+        text = "a" * MAX_PAYLOAD_BYTES  # the payload is over 64 KiB: rejected before its id is read
+        await harness.send_raw({"v": 1, "type": "say", "id": "too-long", "say": "r-1", "text": text})
+        rejected = await harness.wait_for("command_rejected", timeout=10)
+        assert rejected.reason == "invalid" and str(MAX_PAYLOAD_BYTES) in rejected.detail
         await harness.sleep()
         await harness.wait_for("asleep", timeout=10)
         assert not sim_mic(rt).is_open and not rt.listener.is_open
