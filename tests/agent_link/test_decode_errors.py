@@ -89,7 +89,9 @@ def test_long_fields_within_64_kib_are_valid() -> None:
     long_id, reply, text = "c-" + "1" * 500, "r-" + "2" * 500, "Hello there. " * 4000
     cmd = decode_command(_j({**SAY, "id": long_id, "say": reply, "text": text}))
     assert isinstance(cmd, SayCommand) and (cmd.id, cmd.say, cmd.text) == (long_id, reply, text)
-    config = decode_command(_j({"v": 1, "type": "config", "id": "c-3", "language": "x" * 100, "voice": "v" * 500}))
+    config = decode_command(
+        _j({"v": 1, "type": "config", "id": "c-3", "language": "x" * 100, "voice": "v" * 500})
+    )
     assert isinstance(config, ConfigCommand) and config.voice == "v" * 500
 
 
