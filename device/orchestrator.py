@@ -334,10 +334,14 @@ def _on_command(state: DeviceState, ev: CommandReceived, out: list[Action], rule
         return _with_settings(state, replace(state.settings, sleep_allowed=cmd.value), out, apply=False)
     if isinstance(cmd, ConfigCommand):
         s = state.settings
+        language = cmd.language if cmd.language is not None else s.language
+        # The TTS voice follows the language: a new language without a voice drops the voice chosen
+        # for the old one (the language's configured voice speaks instead).
+        voice = cmd.voice if cmd.voice is not None else (s.voice if language == s.language else None)
         new = Settings(
             sleep_allowed=s.sleep_allowed,
-            language=cmd.language if cmd.language is not None else s.language,
-            voice=cmd.voice if cmd.voice is not None else s.voice,
+            language=language,
+            voice=voice,
             volume=cmd.volume if cmd.volume is not None else s.volume,
         )
         return _with_settings(state, new, out, apply=True)

@@ -343,6 +343,18 @@ def test_settings_commands_persist_and_apply() -> None:
     }
 
 
+def test_the_voice_follows_the_language() -> None:
+    run = Run()
+    acts = run.cmd(ConfigCommand(id="c1", voice="en_US-joe-medium"))
+    assert ApplySettings("en", "en_US-joe-medium", 0.8) in acts
+    acts = run.cmd(ConfigCommand(id="c2", volume=0.3))  # same language: the chosen voice stays
+    assert ApplySettings("en", "en_US-joe-medium", 0.3) in acts
+    acts = run.cmd(ConfigCommand(id="c3", language="de"))  # the English voice does not speak German
+    assert ApplySettings("de", None, 0.3) in acts and SaveSettings(True, "de", None, 0.3) in acts
+    acts = run.cmd(ConfigCommand(id="c4", language="en", voice="en_US-joe-medium"))  # both given: both
+    assert ApplySettings("en", "en_US-joe-medium", 0.3) in acts
+
+
 def test_refused_command_published() -> None:
     run = Run()
     acts = run.feed(CommandRefused(None, "invalid", "bad JSON", 3.0))
