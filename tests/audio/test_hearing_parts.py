@@ -31,3 +31,12 @@ def test_a_part_decoded_mid_flow_starts_a_sentence_with_a_capital() -> None:
 def test_nothing_heard_in_any_part_is_no_transcript() -> None:
     got = join_transcriptions([part("", 0.0, 3000), part("", 0.0, 2000)], "en")
     assert (got.text, got.confidence, got.audio_ms) == ("", 0.0, 5000)
+
+
+def test_parts_without_a_signal_stay_no_signal() -> None:
+    # Exactly 0 is "the provider gave no signal" (an endpoint without log-probabilities), never a score.
+    got = join_transcriptions([part("First half.", 0.0, 20000), part("second half.", 0.0, 5000)], "en")
+    assert got.text == "First half. Second half." and got.confidence == 0.0
+    mixed = join_transcriptions([part("Heard.", 0.8, 20000), part("unscored.", 0.0, 5000)], "en")
+    assert mixed.confidence == pytest.approx(0.8)  # the unscored part is not counted as heard wrong
+    assert join_transcriptions([part("Faint.", 0.0002, 1000)], "en").confidence == 0.001
