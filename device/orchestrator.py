@@ -227,6 +227,11 @@ def _on_playback_started(
     reply = state.reply(ev.say)
     if reply is None:
         return state
+    if not state.awake:
+        # The output had begun this reply (queued behind the one whose end put the device to sleep)
+        # before the stop reached it: it is being faded out and gets its interrupted finish.
+        _LOGGER.info("reply %s started after the device fell asleep: not reported", ev.say)
+        return state
     if not any(r.playing for r in state.replies):
         out.append(SetHalfDuplex(True))
     if state.thinking:

@@ -324,6 +324,10 @@ def test_falling_asleep_interrupts_open_utterances_and_later_speech() -> None:
     assert sorted(str(f["utterance"]) for f in failed) == ["u1", "u2"]
     assert all(f["reason"] == "interrupted" for f in failed)
     assert StopSpeaking() in acts and run.state.phase is Phase.ASLEEP
+    # The output had already begun the next reply when the first one's end was heard: its start
+    # arrives after the device fell asleep. Asleep, nothing starts speaking; it only comes to an end.
+    acts = run.feed(PlaybackStarted("r2", 8.9))
+    assert run.types(acts) == [] and SetHalfDuplex(True) not in acts
     acts = run.feed(Transcribed("u1", "late", 0.9, "en", 500, 100, 9.0), PlaybackFinished("r2", True, 9.0))
     assert run.types(acts) == ["playback_finished"]
 
