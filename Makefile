@@ -24,7 +24,7 @@ pytest:
 
 docs: bootstrap
 	$(VENV)/robot-face config > systemd/config.example.toml
-	$(VENV)/robot-face schema --out docs
+	$(VENV)/robot-face schema --docs docs
 
 install:
 	sudo scripts/install-pi.sh

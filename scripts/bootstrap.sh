@@ -7,14 +7,22 @@ EXTRAS="${1:-dev}"
 PY="${PYTHON:-python3}"
 
 # System packages: mosquitto (private broker), libportaudio2 (sounddevice), chromium (browser face tests),
-# espeak-ng + sox (speech test sets), shellcheck (lints the install scripts).
+# espeak-ng + sox (speech test sets), shellcheck (lints the install scripts); python3-venv (venv needs
+# ensurepip), build-essential + python3-dev (pip builds evdev from source) only when missing.
 need=()
 command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ] || need+=(mosquitto)
-ldconfig -p 2>/dev/null | grep -q libportaudio.so.2 || need+=(libportaudio2)
+# ldconfig is in /sbin, not on a normal user's PATH on Debian.
+ldcache="$({ ldconfig -p || /sbin/ldconfig -p; } 2>/dev/null || true)"
+case "$ldcache" in *libportaudio.so.2*) ;; *) need+=(libportaudio2) ;; esac
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v espeak-ng >/dev/null 2>&1 || need+=(espeak-ng)
 command -v sox >/dev/null 2>&1 || need+=(sox)
 command -v shellcheck >/dev/null 2>&1 || need+=(shellcheck)
+[ -x .venv/bin/pip ] || "$PY" -c 'import ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
+command -v gcc >/dev/null 2>&1 || need+=(build-essential)
+PYI=.venv/bin/python; [ -x "$PYI" ] || PYI="$PY"   # the interpreter pip builds with
+"$PYI" -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
+  >/dev/null 2>&1 || need+=(python3-dev)
 if [ ${#need[@]} -gt 0 ]; then
   echo "bootstrap: installing system packages: ${need[*]}"
   if [ "$(id -u)" = 0 ]; then SUDO=""; elif command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
@@ -25,11 +33,11 @@ if [ ${#need[@]} -gt 0 ]; then
   if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then $SUDO systemctl disable --now mosquitto >/dev/null 2>&1 || true; fi
 fi
 
-if [ ! -x .venv/bin/python ]; then
+if [ ! -x .venv/bin/python ] || [ ! -x .venv/bin/pip ]; then   # no pip: an earlier run lacked ensurepip
   echo "bootstrap: creating .venv"
   "$PY" -m venv .venv
 fi
-stamp=".venv/.robot-face-$(cat pyproject.toml | sha256sum | cut -c1-16)-$EXTRAS"
+stamp=".venv/.robot-face-$(sha256sum <pyproject.toml | cut -c1-16)-$EXTRAS"
 if [ ! -f "$stamp" ]; then
   echo "bootstrap: installing robot-face[$EXTRAS] into .venv"
   .venv/bin/pip install -q --upgrade pip >/dev/null

@@ -114,7 +114,8 @@ say "robot-face from $REPO into ${ROOT:-/}$([ "$DRY_RUN" = 1 ] && echo ' (dry ru
 # 1. Debian packages ------------------------------------------------------------------------------
 if [ "$APT" = 1 ]; then
     say "Debian packages"
-    pkgs="python3 python3-venv python3-dev libportaudio2 curl ca-certificates"
+    # build-essential: pip builds evdev (and lgpio without a wheel) from source.
+    pkgs="python3 python3-venv python3-dev build-essential libportaudio2 curl ca-certificates"
     [ "$MQTT_TOOLS" = 1 ] && pkgs="$pkgs mosquitto-clients"
     # Raspberry Pi OS ships liblgpio: lets pip build the lgpio module when there is no wheel.
     if command -v apt-cache >/dev/null && apt-cache show liblgpio-dev >/dev/null 2>&1; then
@@ -175,19 +176,20 @@ run "$VENV/bin/python" -m audio.fetch_models
 # 5. Configuration and secrets --------------------------------------------------------------------
 say "configuration $ETC"
 template="$REPO/systemd/config.example.toml"
-if [ -f "$template" ]; then
-    put_once 0640 "$template" "$ETC/config.toml"
-elif [ -e "$ROOT$ETC/config.toml" ]; then
+if [ -e "$ROOT$ETC/config.toml" ]; then
     printf '    kept existing %s\n' "$ROOT$ETC/config.toml"
-elif [ -x "$ROOT$VENV/bin/robot-face" ] && [ "$DRY_RUN" = 0 ]; then
-    tmp="$(mktemp)"
-    "$ROOT$VENV/bin/robot-face" config >"$tmp"
-    put_once 0640 "$tmp" "$ETC/config.toml"
-    rm -f "$tmp"
 else
     tmp="$(mktemp)"
-    printf '# robot-face configuration: run "robot-face config" for every key.\n[device]\nstate_dir = "%s"\n' \
-        "$STATE" >"$tmp"
+    if [ -f "$template" ]; then
+        cp "$template" "$tmp"
+    elif [ -x "$ROOT$VENV/bin/robot-face" ] && [ "$DRY_RUN" = 0 ]; then
+        "$ROOT$VENV/bin/robot-face" config >"$tmp"
+    else
+        printf '# robot-face configuration: run "robot-face config" for every key.\n[device]\nstate_dir = "%s"\n' \
+            "$STATE" >"$tmp"
+    fi
+    # The service's state directory, so that doctor and button-test (no --state-dir) check the same one.
+    sed -i "s|^state_dir = .*|state_dir = \"$STATE\"|" "$tmp"
     put_once 0640 "$tmp" "$ETC/config.toml"
     rm -f "$tmp"
 fi
@@ -221,7 +223,12 @@ if [ "$START" = 1 ]; then
 fi
 
 say "done. Next: edit $ETC/config.toml (broker, button), put the broker password in $ETC/mqtt-password,"
-say "then check the device: sudo $VENV/bin/robot-face doctor --config $ETC/config.toml (see docs/deploy.md)"
+say "then check the device the way the service runs (docs/deploy.md, step 4):"
+printf '    sudo systemd-run --pty --wait --collect --unit robot-face-doctor -p User=%s \\\n' "$USER_NAME"
+printf '      -p SupplementaryGroups="%s" \\\n' "$GROUPS_WANTED"
+printf '      -p LoadCredential=mqtt-password:%s \\\n' "$ETC/mqtt-password"
+printf '      %s doctor --config %s \\\n' "$VENV/bin/robot-face" "$ETC/config.toml"
+printf '      --set mqtt.password_file=/run/credentials/robot-face-doctor.service/mqtt-password\n'
 if [ "$START" = 0 ]; then
     say "start it with: sudo systemctl start robot-face && journalctl -u robot-face -f"
 fi
