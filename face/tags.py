@@ -45,7 +45,7 @@ class TagVocabulary:
         key = name.lower()
         if key == "sleep":
             return Mark(0, "sleep", "sleep")
-        key = self.aliases.get(key, key).lower()
+        key = next((v for k, v in self.aliases.items() if k.lower() == key), key).lower()
         if key in EMOTIONS:
             return Mark(0, "emotion", key)
         return None

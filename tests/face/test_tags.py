@@ -25,6 +25,13 @@ def test_aliases_and_unknown_tags() -> None:
     assert parsed.marks == (Mark(2, "emotion", "happy"),)
 
 
+def test_tags_and_configured_aliases_match_in_any_case() -> None:
+    vocab = TagVocabulary({"Joy": "Happy"})
+    parsed = parse_chunk("A [JOY] b [Sad] c", vocabulary=vocab)
+    assert parsed.text == "A b c"
+    assert parsed.marks == (Mark(2, "emotion", "happy"), Mark(4, "emotion", "sad"))
+
+
 def test_unclosed_bracket_is_text_at_the_end() -> None:
     assert strip_tags("Price [approx 5") == "Price [approx 5"
     assert strip_tags("a [b c] d") == "a [b c] d"
