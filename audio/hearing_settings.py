@@ -4,6 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+STT_PROVIDERS: tuple[str, ...] = ("whisper", "openai")
+"""Valid values of ``stt_provider`` (the engines ``audio.stt.make_transcriber`` builds)."""
+
+VAD_FRAME_MS: tuple[int, ...] = (10, 20, 30)
+"""Frame lengths webrtcvad accepts, in milliseconds: the valid values of ``block_ms``."""
+
+VAD_AGGRESSIVENESS: tuple[int, ...] = (0, 1, 2, 3)
+"""webrtcvad's modes: the valid values of ``vad_aggressiveness``."""
+
 
 @dataclass(frozen=True)
 class HearingSettings:
@@ -131,3 +140,57 @@ class HearingSettings:
 
     stt_min_window_ms: int = 5000
     """Shortest encoder window used by the short-window path, in milliseconds (default 5000)."""
+
+    def validate(self) -> None:
+        """Raise ValueError naming the key ("hearing.block_ms: ...") for a value that cannot work;
+        ``device.config`` calls it when it loads the configuration."""
+        from audio.stt import SAMPLE_RATE
+
+        checks: tuple[tuple[str, bool, str], ...] = (
+            (
+                "sample_rate",
+                self.sample_rate == SAMPLE_RATE,
+                f"must be {SAMPLE_RATE}: webrtcvad and the speech-to-text engines take {SAMPLE_RATE} Hz "
+                "(device_sample_rate sets the hardware's rate)",
+            ),
+            ("device_sample_rate", self.device_sample_rate >= 0, "must be >= 0 (0 = automatic)"),
+            (
+                "block_ms",
+                self.block_ms in VAD_FRAME_MS,
+                f"must be one of {_listed(VAD_FRAME_MS)} (webrtcvad)",
+            ),
+            ("reopen_interval_s", self.reopen_interval_s > 0, "must be > 0"),
+            (
+                "vad_aggressiveness",
+                self.vad_aggressiveness in VAD_AGGRESSIVENESS,
+                f"must be one of {_listed(VAD_AGGRESSIVENESS)} (0 lenient .. 3 strict)",
+            ),
+            ("tone_gate_share", 0.0 < self.tone_gate_share <= 1.0, "must be in (0, 1] (1.0 = off)"),
+            ("start_window_ms", self.start_window_ms > 0, "must be > 0"),
+            (
+                "start_speech_ms",
+                0 < self.start_speech_ms <= self.start_window_ms,
+                f"must be > 0 and at most start_window_ms ({self.start_window_ms})",
+            ),
+            ("end_silence_ms", self.end_silence_ms > 0, "must be > 0"),
+            ("pre_roll_ms", self.pre_roll_ms >= 0, "must be >= 0"),
+            ("post_roll_ms", self.post_roll_ms >= 0, "must be >= 0"),
+            ("min_utterance_ms", self.min_utterance_ms >= 0, "must be >= 0"),
+            ("max_part_ms", self.max_part_ms > 0, "must be > 0"),
+            ("max_utterance_ms", self.max_utterance_ms > 0, "must be > 0"),
+            ("speaking_tail_ms", self.speaking_tail_ms >= 0, "must be >= 0"),
+            ("speaking_tail_max_ms", self.speaking_tail_max_ms >= 0, "must be >= 0"),
+            ("stt_provider", self.stt_provider in STT_PROVIDERS, f"must be one of {_listed(STT_PROVIDERS)}"),
+            ("stt_timeout_s", self.stt_timeout_s > 0, "must be > 0"),
+            ("stt_threads", self.stt_threads >= 1, "must be >= 1"),
+            ("stt_beam_size", self.stt_beam_size >= 1, "must be >= 1 (1 = no beam search)"),
+            ("stt_window_margin_ms", self.stt_window_margin_ms >= 0, "must be >= 0"),
+            ("stt_min_window_ms", self.stt_min_window_ms >= 0, "must be >= 0"),
+        )
+        for key, ok, rule in checks:
+            if not ok:
+                raise ValueError(f"hearing.{key}: {rule}, got {getattr(self, key)!r}")
+
+
+def _listed(values: tuple[object, ...]) -> str:
+    return ", ".join(map(str, values))

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from audio.playback import PlaybackMark
-from audio.speaking_settings import SpeakingSettings
+from audio.speaking_settings import SINKS, SpeakingSettings
 from audio.wav import FloatArray, to_pcm16
 
 _LOGGER = logging.getLogger(__name__)
@@ -313,7 +313,7 @@ def make_sink(settings: SpeakingSettings, backend: Any = None, *, wait_for_devic
         return WavSink(settings.wav_dir, rate=settings.sim_rate, block_ms=settings.block_ms)
     if settings.sink == "null":
         return NullSink(rate=settings.sim_rate, block_ms=settings.block_ms)
-    raise ValueError(f"unknown speaking.sink {settings.sink!r}: use 'sounddevice', 'wav' or 'null'")
+    raise ValueError(f"unknown speaking.sink {settings.sink!r}: use one of {', '.join(SINKS)}")
 
 
 def __getattr__(name: str) -> object:

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+
+SINKS: tuple[str, ...] = ("sounddevice", "wav", "null")
+"""Valid values of ``sink`` (the backends ``audio.sinks.make_sink`` builds)."""
+
+LATENCY_NAMES: tuple[str, ...] = ("low", "high")
+"""PortAudio's named latencies; ``latency`` is one of them or a number of seconds."""
 
 
 @dataclass(frozen=True)
@@ -68,3 +75,39 @@ class SpeakingSettings:
 
     reopen_interval_s: float = 1.0
     """Seconds between attempts to reopen an output device that disappeared. Default 1.0."""
+
+    def validate(self) -> None:
+        """Raise ValueError naming the key ("speaking.volume: ...") for a value that cannot work;
+        ``device.config`` calls it when it loads the configuration."""
+        checks: tuple[tuple[str, bool, str], ...] = (
+            ("sink", self.sink in SINKS, f"must be one of {', '.join(SINKS)}"),
+            ("wav_dir", self.sink != "wav" or bool(self.wav_dir), 'is required when sink = "wav"'),
+            ("sim_rate", self.sim_rate > 0, "must be > 0"),
+            ("volume", 0.0 <= self.volume <= 1.0, "must be between 0.0 and 1.0"),
+            ("length_scale", self.length_scale > 0, "must be > 0"),
+            ("fade_ms", self.fade_ms >= 0, "must be >= 0"),
+            ("stop_fade_ms", self.stop_fade_ms >= 0, "must be >= 0"),
+            ("block_ms", self.block_ms > 0, "must be > 0"),
+            (
+                "latency",
+                _is_latency(self.latency),
+                f"must be {' or '.join(map(repr, LATENCY_NAMES))} or a number of seconds >= 0",
+            ),
+            ("tts_threads", self.tts_threads >= 1, "must be >= 1"),
+            ("first_clause_min_words", self.first_clause_min_words >= 0, "must be >= 0 (0 = off)"),
+            ("max_piece_chars", self.max_piece_chars > 0, "must be > 0"),
+            ("reopen_interval_s", self.reopen_interval_s > 0, "must be > 0"),
+        )
+        for key, ok, rule in checks:
+            if not ok:
+                raise ValueError(f"speaking.{key}: {rule}, got {getattr(self, key)!r}")
+
+
+def _is_latency(value: str) -> bool:
+    if value in LATENCY_NAMES:
+        return True
+    try:
+        seconds = float(value)
+    except ValueError:
+        return False
+    return math.isfinite(seconds) and seconds >= 0

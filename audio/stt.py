@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Protocol
 
 from audio.confidence import ConfidenceFeatures
-from audio.hearing_settings import HearingSettings
+from audio.hearing_settings import STT_PROVIDERS, HearingSettings
 from audio.wav import FloatArray
 
 SAMPLE_RATE = 16000
@@ -70,4 +70,6 @@ def make_transcriber(settings: HearingSettings) -> Transcriber:
         from audio.stt_openai import OpenAITranscriber
 
         return OpenAITranscriber(settings)
-    raise ValueError(f"unknown stt_provider {settings.stt_provider!r} (use 'whisper' or 'openai')")
+    raise ValueError(
+        f"unknown stt_provider {settings.stt_provider!r} (use one of {', '.join(STT_PROVIDERS)})"
+    )

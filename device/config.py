@@ -1,7 +1,8 @@
 """Configuration: one TOML file, one frozen dataclass per part, clear errors that name the key.
 
 Each part owns its settings dataclass (``audio.hearing_settings.HearingSettings`` ...); this module
-composes them, reads ``[section]`` tables from TOML, checks every key and type, and applies the CLI
+composes them, reads ``[section]`` tables from TOML, checks every key and type, has each part check its
+values (``__post_init__`` or ``validate()``, raising ValueError that names the key), and applies the CLI
 overrides operators and tests rely on (``--broker``, ``--device-id``, ``--state-dir``, ``--simulate``).
 """
 
@@ -33,6 +34,13 @@ class ConfigError(ValueError):
         self.key = key
 
 
+SIM_SPEAKERS: tuple[str, ...] = ("wav", "null")
+"""Valid values of ``device.sim_speaker``."""
+
+LOG_LEVELS: tuple[str, ...] = ("DEBUG", "INFO", "WARNING", "ERROR")
+"""Valid values of ``device.log_level`` (any case)."""
+
+
 @dataclass(frozen=True)
 class DeviceSettings:
     """The device itself: identity, state, simulation (TOML table ``[device]``)."""
@@ -60,6 +68,22 @@ class DeviceSettings:
 
     log_level: str = "INFO"
     """Logging level: DEBUG, INFO, WARNING or ERROR (default "INFO")."""
+
+    def validate(self) -> None:
+        """Raise ValueError naming the key ("device.log_level: ...") for a value that cannot work."""
+        checks: tuple[tuple[str, bool, str], ...] = (
+            (
+                "id",
+                bool(self.id) and not any(c in self.id for c in "/+#"),
+                "must be non-empty without '/', '+' or '#'",
+            ),
+            ("sim_speaker", self.sim_speaker in SIM_SPEAKERS, f"must be one of {', '.join(SIM_SPEAKERS)}"),
+            ("thinking_timeout_s", self.thinking_timeout_s > 0, "must be > 0"),
+            ("log_level", self.log_level.upper() in LOG_LEVELS, f"must be one of {', '.join(LOG_LEVELS)}"),
+        )
+        for key, ok, rule in checks:
+            if not ok:
+                raise ValueError(f"device.{key}: {rule}, got {getattr(self, key)!r}")
 
 
 @dataclass(frozen=True)
@@ -131,12 +155,25 @@ def _build(section: str, cls: type, table: Any) -> Any:
             raise ConfigError(f"{section}.{key}", f"unknown key (known: {', '.join(sorted(known))})")
         values[key] = _check_value(f"{section}.{key}", hints[key], value)
     try:
-        return cls(**values)
+        part = cls(**values)
+        validate = getattr(part, "validate", None)
+        if validate is not None:
+            validate()
     except (TypeError, ValueError) as err:
-        message = str(err)
-        # Name the key when the part's own validation mentions it.
-        key = next((k for k in sorted(known, key=len, reverse=True) if k in message), None)
-        raise ConfigError(f"{section}.{key}" if key else section, message) from err
+        raise _named(section, known, err) from err
+    return part
+
+
+def _named(section: str, known: set[str], err: Exception) -> ConfigError:
+    """The part's own validation error as a ConfigError naming the key: ``validate()`` starts its
+    message with ``section.key: ``; other messages are searched for the longest key they mention."""
+    message = str(err)
+    for name in known:
+        prefix = f"{section}.{name}: "
+        if message.startswith(prefix):
+            return ConfigError(f"{section}.{name}", message.removeprefix(prefix))
+    key = next((k for k in sorted(known, key=lambda k: (-len(k), k)) if k in message), None)
+    return ConfigError(f"{section}.{key}" if key else section, message)
 
 
 def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> Config:
@@ -170,25 +207,6 @@ def _validate(config: Config) -> None:
     if not (broker.startswith("mqtt://") or broker.startswith("mqtts://")):
         raise ConfigError(
             "mqtt.broker", f"must look like mqtt://host:port or mqtts://host:port, got {broker!r}"
-        )
-    if not config.device.id or any(c in config.device.id for c in "/+#"):
-        raise ConfigError("device.id", f"must be non-empty without '/', '+' or '#', got {config.device.id!r}")
-    if config.device.sim_speaker not in ("wav", "null"):
-        raise ConfigError("device.sim_speaker", f"must be 'wav' or 'null', got {config.device.sim_speaker!r}")
-    if not 0.0 < config.hearing.tone_gate_share <= 1.0:
-        raise ConfigError(
-            "hearing.tone_gate_share",
-            f"must be in (0, 1] (1.0 = off), got {config.hearing.tone_gate_share!r}",
-        )
-    if config.hearing.speaking_tail_ms < 0 or config.hearing.speaking_tail_max_ms < 0:
-        raise ConfigError(
-            "hearing.speaking_tail_ms",
-            "speaking_tail_ms and speaking_tail_max_ms must be >= 0, got "
-            f"{config.hearing.speaking_tail_ms!r} and {config.hearing.speaking_tail_max_ms!r}",
-        )
-    if config.device.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
-        raise ConfigError(
-            "device.log_level", f"must be DEBUG, INFO, WARNING or ERROR, got {config.device.log_level!r}"
         )
 
 

@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from face.params import hex_to_rgb
+from face.state import EMOTIONS
+
+RENDERERS: tuple[str, ...] = ("terminal", "browser", "pygame", "none")
+"""Valid values of ``FaceSettings.renderer`` (``face.renderers.choice`` builds each; case-insensitive)."""
+
 
 def _default_aliases() -> dict[str, str]:
     return {
@@ -90,3 +96,65 @@ class FaceSettings:
     """How long an expression holds after it was set and speech ended, in seconds (default 4.0)."""
     aliases: dict[str, str] = field(default_factory=_default_aliases)
     """Extra emotion tag names mapped to canonical ones (default {"joy": "happy", "mad": "angry", ...})."""
+
+    def validate(self) -> None:
+        """Raise ValueError naming the key ("face.renderer: ...") for a value that cannot work;
+        ``device.config`` calls it when it loads the configuration."""
+        checks: tuple[tuple[str, bool, str], ...] = (
+            (
+                "renderer",
+                self.renderer.strip().lower() in RENDERERS,
+                f"must be one of {', '.join(RENDERERS)}",
+            ),
+            ("fps", self.fps >= 1, "must be >= 1"),
+            (
+                "browser_port",
+                0 <= self.browser_port <= 65535,
+                "must be a TCP port 0..65535 (0 = any free port)",
+            ),
+            ("pygame_width", self.pygame_width >= 1, "must be >= 1"),
+            ("pygame_height", self.pygame_height >= 1, "must be >= 1"),
+            *((key, _is_colour(getattr(self, key)), 'must be a hex colour "#rrggbb"') for key in _COLOURS),
+            ("eye_size", self.eye_size > 0, "must be > 0"),
+            ("eye_spacing", self.eye_spacing > 0, "must be > 0"),
+            ("corner_roundness", 0.0 <= self.corner_roundness <= 1.0, "must be between 0.0 and 1.0"),
+            ("pupil_size", 0.0 <= self.pupil_size <= 1.0, "must be between 0.0 and 1.0"),
+            ("asleep_brightness", 0.0 <= self.asleep_brightness <= 1.0, "must be between 0.0 and 1.0"),
+            ("blink_min_s", self.blink_min_s > 0, "must be > 0"),
+            (
+                "blink_max_s",
+                self.blink_max_s >= self.blink_min_s,
+                f"must be >= blink_min_s ({self.blink_min_s})",
+            ),
+            ("saccade_min_s", self.saccade_min_s > 0, "must be > 0"),
+            (
+                "saccade_max_s",
+                self.saccade_max_s >= self.saccade_min_s,
+                f"must be >= saccade_min_s ({self.saccade_min_s})",
+            ),
+            ("breath_period_s", self.breath_period_s > 0, "must be > 0"),
+            ("wake_duration_s", self.wake_duration_s >= 0, "must be >= 0"),
+            ("expression_blend_s", self.expression_blend_s >= 0, "must be >= 0"),
+            ("expression_hold_s", self.expression_hold_s >= 0, "must be >= 0"),
+        )
+        for key, ok, rule in checks:
+            if not ok:
+                raise ValueError(f"face.{key}: {rule}, got {getattr(self, key)!r}")
+        unknown = {
+            alias: emotion for alias, emotion in self.aliases.items() if emotion.lower() not in EMOTIONS
+        }
+        if unknown:
+            raise ValueError(
+                f"face.aliases: each alias must name one of the emotions {', '.join(EMOTIONS)}, got {unknown!r}"
+            )
+
+
+_COLOURS = ("eye_colour", "background_colour", "listening_colour", "offline_colour", "error_colour")
+
+
+def _is_colour(value: str) -> bool:
+    try:
+        hex_to_rgb(value)
+    except ValueError:
+        return False
+    return True

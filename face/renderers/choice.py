@@ -5,14 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..settings import FaceSettings
+from ..settings import RENDERERS, FaceSettings
 from . import Renderer
 
 if TYPE_CHECKING:
     from ..web import FaceWebServer
-
-RENDERERS: tuple[str, ...] = ("terminal", "browser", "pygame", "none")
-"""Valid values of ``FaceSettings.renderer``."""
 
 
 def make_renderers(
