@@ -25,6 +25,12 @@ def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction)
     p.add_argument("--broker", metavar="URL", help="broker URL (default: start a private mosquitto)")
     p.add_argument("--conversations", type=int, default=1, help="conversations per device (default 1)")
     p.add_argument("--json", action="store_true", help="print one JSON line per run")
+    p.add_argument(
+        "--prefix",
+        type=_topic_level,
+        default="sim",
+        help="device ids are PREFIX<N>-00000...; give each sim-fleet on one broker its own (default sim)",
+    )
     p.set_defaults(func=_sim_fleet)
     b = bench.add_parser("reliability", help="fault injection against the real daemon; prints lost: 0")
     b.add_argument("--kills", type=int, default=12, help="kill -9 cycles (default 12)")
@@ -34,6 +40,13 @@ def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction)
     b.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     b.add_argument("--workdir", type=Path, help="keep logs and state here (default: a temporary directory)")
     b.set_defaults(func=_bench_reliability)
+
+
+def _topic_level(text: str) -> str:
+    """A device-id prefix: it becomes part of MQTT topics, so no '/', '+' or '#'."""
+    if not text or any(c in text for c in "/+#"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be non-empty, without '/', '+' or '#'")
+    return text
 
 
 @contextlib.contextmanager
@@ -73,7 +86,9 @@ def _sim_fleet(args: argparse.Namespace) -> int:
         url = args.broker or (broker.url if broker else "")
         for n in args.count:
             cpu0 = _process_cpu_s(broker)
-            report = asyncio.run(run_fleet(url, n, work / f"state-{n}", args.conversations, prefix=f"sim{n}"))
+            report = asyncio.run(
+                run_fleet(url, n, work / f"state-{n}", args.conversations, prefix=f"{args.prefix}{n}")
+            )
             broker_cpu = _process_cpu_s(broker) - cpu0
             if args.json:
                 print(json.dumps({**report.as_dict(), "broker_cpu_s": broker_cpu}))

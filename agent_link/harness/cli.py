@@ -6,12 +6,19 @@ import argparse
 import asyncio
 import logging
 
+from device.config import DeviceSettings
+
 _LOGGER = logging.getLogger(__name__)
+
+DEFAULT_DEVICE_ID = DeviceSettings().id
+"""The device's own default id (``[device] id``): a harness and a daemon left on defaults meet."""
 
 
 def _connection_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--broker", default="mqtt://127.0.0.1:1883", help="broker URL (mqtt:// or mqtts://)")
-    parser.add_argument("--device-id", default="robot", help="device id (default: robot)")
+    parser.add_argument(
+        "--device-id", default=DEFAULT_DEVICE_ID, help=f"device id (default: {DEFAULT_DEVICE_ID})"
+    )
     parser.add_argument("--root", default="robotface", help="topic root (default: robotface)")
     parser.add_argument("--ca-file", help="CA certificate for mqtts://")
 
