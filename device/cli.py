@@ -28,7 +28,11 @@ PART_COMMANDS = (
 
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     """The configuration file and the overrides tests and operators rely on."""
-    parser.add_argument("--config", metavar="FILE", help="TOML configuration file (see docs/config.md)")
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="TOML configuration file (every key: robot-face config, or systemd/config.example.toml)",
+    )
     parser.add_argument("--broker", metavar="URL", help="MQTT broker, mqtt://host:port or mqtts://host:port")
     parser.add_argument("--device-id", metavar="ID", help="device id (MQTT client id and topic part)")
     parser.add_argument("--state-dir", metavar="DIR", help="directory for all persistent state")

@@ -34,6 +34,9 @@ class ConfigError(ValueError):
         self.key = key
 
 
+DEFAULT_DEVICE_ID = "robot-1"
+"""The device id when none is configured; the harness talks to it unless told otherwise."""
+
 SIM_SPEAKERS: tuple[str, ...] = ("wav", "null")
 """Valid values of ``device.sim_speaker``."""
 
@@ -45,7 +48,7 @@ LOG_LEVELS: tuple[str, ...] = ("DEBUG", "INFO", "WARNING", "ERROR")
 class DeviceSettings:
     """The device itself: identity, state, simulation (TOML table ``[device]``)."""
 
-    id: str = "robot-1"
+    id: str = DEFAULT_DEVICE_ID
     """Device id: MQTT client id and the ``{device}`` part of every topic (default "robot-1")."""
 
     state_dir: str = "~/.local/state/robot-face"

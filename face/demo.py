@@ -1,4 +1,4 @@
-"""A scripted tour of every state and expression (for ``robot-face face serve/terminal --demo``)."""
+"""A scripted tour of every state and expression (what ``robot-face face serve`` and ``face terminal`` show)."""
 
 from __future__ import annotations
 

@@ -6,12 +6,9 @@ import argparse
 import asyncio
 import logging
 
-from device.config import DeviceSettings
+from device.config import DEFAULT_DEVICE_ID
 
 _LOGGER = logging.getLogger(__name__)
-
-DEFAULT_DEVICE_ID = DeviceSettings().id
-"""The device's own default id (``[device] id``): a harness and a daemon left on defaults meet."""
 
 
 def _connection_args(parser: argparse.ArgumentParser) -> None:

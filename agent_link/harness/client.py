@@ -47,6 +47,7 @@ from agent_link.messages import (
     decode_status,
 )
 from agent_link.topics import Topics
+from device.config import DEFAULT_DEVICE_ID
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -61,7 +62,7 @@ class AgentHarness:
         self,
         broker_url: str,
         root: str = "robotface",
-        device_id: str = "robot",
+        device_id: str = DEFAULT_DEVICE_ID,
         *,
         client_id: str | None = None,
         ca_file: str | None = None,
