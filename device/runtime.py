@@ -65,8 +65,6 @@ from face.web import FaceWebServer
 
 _LOGGER = logging.getLogger(__name__)
 
-WAKING_S = 0.8
-"""How long the face's wake-up animation shows before the awake state, in seconds."""
 READY_WAIT_S = 20.0
 """How long readiness waits for the broker before telling systemd it is up anyway, in seconds."""
 
@@ -178,6 +176,7 @@ class Runtime:
             self.speaker.speak(action.say, action.text, action.final)
         elif isinstance(action, StopSpeaking):
             self.speaker.stop()
+            self.face.stop_mouth()  # the rest of the piece's mouth timeline is not heard
         elif isinstance(action, SetHalfDuplex):
             self.listener.set_speaking(action.speaking)
         elif isinstance(action, OpenMicrophone):
@@ -292,7 +291,9 @@ class Runtime:
         previous, self._display = self._display, display
         if previous is FaceState.ASLEEP and display is not FaceState.ASLEEP:
             self.face.show_state(FaceState.WAKING)
-            self._waking = self._loop_or_fail().call_later(WAKING_S, self._settle_face)
+            # The wake-up animation plays whole (``face.wake_duration_s``), then the awake state shows.
+            wake_s = self.config.face.wake_duration_s
+            self._waking = self._loop_or_fail().call_later(wake_s, self._settle_face)
             return
         if display is FaceState.LISTENING:
             self.face.notice()
