@@ -73,6 +73,9 @@ class LinkSettings:
             )
         if self.cert_file is None and self.key_file is not None:
             raise LinkConfigError("key_file is set but cert_file is not")
+        for name in ("connect_timeout_s", "publish_timeout_s", "max_payload_bytes", "outbox_batch"):
+            if getattr(self, name) <= 0:
+                raise LinkConfigError(f"{name} must be > 0, got {getattr(self, name)}")
 
     def endpoint(self) -> tuple[str, int, bool]:
         """``(host, port, tls)`` of :attr:`broker`; raises :class:`LinkConfigError` if it is malformed."""

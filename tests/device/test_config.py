@@ -50,6 +50,8 @@ def test_file_values_and_types(tmp_path: Path) -> None:
         ("[face]\nrenderer = 'foo'\n", "face.renderer"),
         ("[button]\nbackend = 'foo'\n", "button.backend"),
         ("[mqtt]\nkeepalive_s = 0\n", "mqtt.keepalive_s"),
+        ("[mqtt]\noutbox_batch = 0\n", "mqtt.outbox_batch"),
+        ("[mqtt]\npublish_timeout_s = -1\n", "mqtt.publish_timeout_s"),
         ("[mqtt]\nbroker = 'tcp://x'\n", "mqtt.broker"),
         ("[speaking]\nvoices = { en = 3 }\n", "speaking.voices"),
         ("not toml ===", "--config"),
