@@ -137,14 +137,15 @@ def check_playback(events: Sequence[Event]) -> list[Violation]:
     return problems
 
 
-def check_sleep_wake(events: Sequence[Event]) -> list[Violation]:
-    """``asleep`` and ``wake`` alternate within a boot (no second ``asleep`` without a wake)."""
+def check_sleep_wake(events: Sequence[Event], *, from_start: bool = False) -> list[Violation]:
+    """``asleep`` and ``wake`` alternate within a boot (no second ``asleep`` without a wake); with
+    ``from_start`` the first of a boot is a ``wake``, because the device starts asleep."""
     problems: list[Violation] = []
     last: dict[int, str] = {}
     for ev in events:
         if ev.type not in ("asleep", "wake"):
             continue
-        if last.get(ev.boot) == ev.type:
+        if last.get(ev.boot, "asleep" if from_start else None) == ev.type:
             problems.append(Violation("asleep/wake alternate", f"two {ev.type} in a row: {describe(ev)}"))
         last[ev.boot] = ev.type
     return problems
@@ -162,7 +163,7 @@ def check_contract(
     problems += check_sequence_numbers(kept, from_start=from_start)
     problems += check_utterances(kept, allow_open=allow_open)
     problems += check_playback(kept)
-    problems += check_sleep_wake(kept)
+    problems += check_sleep_wake(kept, from_start=from_start)
     return problems
 
 

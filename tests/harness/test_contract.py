@@ -31,6 +31,13 @@ def test_clean_conversation_passes() -> None:
     assert_contract(stream)
 
 
+def test_a_boot_starts_asleep() -> None:
+    ev = EventFactory()
+    stream = [ev("asleep", reason="command")]  # the device starts asleep: nothing to fall from
+    assert [v.rule for v in check_contract(stream, from_start=True)] == ["asleep/wake alternate"]
+    assert check_contract(stream) == []  # joined mid-boot: the wake may be before the recording
+
+
 def test_unclosed_and_double_closed_utterances() -> None:
     ev = EventFactory()
     open_one = [ev("speech_started", utterance="u1")]
