@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from audio.settings_checks import Check, listed, raise_first_failed
+
 STT_PROVIDERS: tuple[str, ...] = ("whisper", "openai")
 """Valid values of ``stt_provider`` (the engines ``audio.stt.make_transcriber`` builds)."""
 
@@ -146,7 +148,7 @@ class HearingSettings:
         ``device.config`` calls it when it loads the configuration."""
         from audio.stt import SAMPLE_RATE
 
-        checks: tuple[tuple[str, bool, str], ...] = (
+        checks: tuple[Check, ...] = (
             (
                 "sample_rate",
                 self.sample_rate == SAMPLE_RATE,
@@ -157,13 +159,13 @@ class HearingSettings:
             (
                 "block_ms",
                 self.block_ms in VAD_FRAME_MS,
-                f"must be one of {_listed(VAD_FRAME_MS)} (webrtcvad)",
+                f"must be one of {listed(VAD_FRAME_MS)} (webrtcvad)",
             ),
             ("reopen_interval_s", self.reopen_interval_s > 0, "must be > 0"),
             (
                 "vad_aggressiveness",
                 self.vad_aggressiveness in VAD_AGGRESSIVENESS,
-                f"must be one of {_listed(VAD_AGGRESSIVENESS)} (0 lenient .. 3 strict)",
+                f"must be one of {listed(VAD_AGGRESSIVENESS)} (0 lenient .. 3 strict)",
             ),
             ("tone_gate_share", 0.0 < self.tone_gate_share <= 1.0, "must be in (0, 1] (1.0 = off)"),
             ("start_window_ms", self.start_window_ms > 0, "must be > 0"),
@@ -180,17 +182,11 @@ class HearingSettings:
             ("max_utterance_ms", self.max_utterance_ms > 0, "must be > 0"),
             ("speaking_tail_ms", self.speaking_tail_ms >= 0, "must be >= 0"),
             ("speaking_tail_max_ms", self.speaking_tail_max_ms >= 0, "must be >= 0"),
-            ("stt_provider", self.stt_provider in STT_PROVIDERS, f"must be one of {_listed(STT_PROVIDERS)}"),
+            ("stt_provider", self.stt_provider in STT_PROVIDERS, f"must be one of {listed(STT_PROVIDERS)}"),
             ("stt_timeout_s", self.stt_timeout_s > 0, "must be > 0"),
             ("stt_threads", self.stt_threads >= 1, "must be >= 1"),
             ("stt_beam_size", self.stt_beam_size >= 1, "must be >= 1 (1 = no beam search)"),
             ("stt_window_margin_ms", self.stt_window_margin_ms >= 0, "must be >= 0"),
             ("stt_min_window_ms", self.stt_min_window_ms >= 0, "must be >= 0"),
         )
-        for key, ok, rule in checks:
-            if not ok:
-                raise ValueError(f"hearing.{key}: {rule}, got {getattr(self, key)!r}")
-
-
-def _listed(values: tuple[object, ...]) -> str:
-    return ", ".join(map(str, values))
+        raise_first_failed("hearing", self, checks)

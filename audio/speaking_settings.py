@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from audio.settings_checks import Check, raise_first_failed
+
 SINKS: tuple[str, ...] = ("sounddevice", "wav", "null")
 """Valid values of ``sink`` (the backends ``audio.sinks.make_sink`` builds)."""
 
@@ -79,7 +81,7 @@ class SpeakingSettings:
     def validate(self) -> None:
         """Raise ValueError naming the key ("speaking.volume: ...") for a value that cannot work;
         ``device.config`` calls it when it loads the configuration."""
-        checks: tuple[tuple[str, bool, str], ...] = (
+        checks: tuple[Check, ...] = (
             ("sink", self.sink in SINKS, f"must be one of {', '.join(SINKS)}"),
             ("wav_dir", self.sink != "wav" or bool(self.wav_dir), 'is required when sink = "wav"'),
             ("sim_rate", self.sim_rate > 0, "must be > 0"),
@@ -98,9 +100,7 @@ class SpeakingSettings:
             ("max_piece_chars", self.max_piece_chars > 0, "must be > 0"),
             ("reopen_interval_s", self.reopen_interval_s > 0, "must be > 0"),
         )
-        for key, ok, rule in checks:
-            if not ok:
-                raise ValueError(f"speaking.{key}: {rule}, got {getattr(self, key)!r}")
+        raise_first_failed("speaking", self, checks)
 
 
 def _is_latency(value: str) -> bool:

@@ -21,6 +21,7 @@ from typing import Any
 
 from agent_link.link_settings import LinkSettings
 from audio.hearing_settings import HearingSettings
+from audio.settings_checks import Check, raise_first_failed
 from audio.speaking_settings import SpeakingSettings
 from device.button_settings import ButtonSettings
 from face.settings import FaceSettings
@@ -74,7 +75,7 @@ class DeviceSettings:
 
     def validate(self) -> None:
         """Raise ValueError naming the key ("device.log_level: ...") for a value that cannot work."""
-        checks: tuple[tuple[str, bool, str], ...] = (
+        checks: tuple[Check, ...] = (
             (
                 "id",
                 bool(self.id) and not any(c in self.id for c in "/+#"),
@@ -84,9 +85,7 @@ class DeviceSettings:
             ("thinking_timeout_s", self.thinking_timeout_s > 0, "must be > 0"),
             ("log_level", self.log_level.upper() in LOG_LEVELS, f"must be one of {', '.join(LOG_LEVELS)}"),
         )
-        for key, ok, rule in checks:
-            if not ok:
-                raise ValueError(f"device.{key}: {rule}, got {getattr(self, key)!r}")
+        raise_first_failed("device", self, checks)
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from audio.settings_checks import Check, raise_first_failed
 from face.params import hex_to_rgb
 from face.state import EMOTIONS
 
@@ -100,7 +101,7 @@ class FaceSettings:
     def validate(self) -> None:
         """Raise ValueError naming the key ("face.renderer: ...") for a value that cannot work;
         ``device.config`` calls it when it loads the configuration."""
-        checks: tuple[tuple[str, bool, str], ...] = (
+        checks: tuple[Check, ...] = (
             (
                 "renderer",
                 self.renderer.strip().lower() in RENDERERS,
@@ -137,9 +138,7 @@ class FaceSettings:
             ("expression_blend_s", self.expression_blend_s >= 0, "must be >= 0"),
             ("expression_hold_s", self.expression_hold_s >= 0, "must be >= 0"),
         )
-        for key, ok, rule in checks:
-            if not ok:
-                raise ValueError(f"face.{key}: {rule}, got {getattr(self, key)!r}")
+        raise_first_failed("face", self, checks)
         unknown = {
             alias: emotion for alias, emotion in self.aliases.items() if emotion.lower() not in EMOTIONS
         }
