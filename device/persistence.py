@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import tempfile
+import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -72,8 +73,10 @@ class StateDir:
         except FileNotFoundError:
             boot = 1
         except ValueError:
-            _LOGGER.error("Boot counter %s is corrupt; continuing from a fresh count", path)
-            boot = 1
+            # Starting again at 1 would reuse event ids ({device}-{boot}-{seq}) the agent has seen and
+            # drops as duplicates; the unix time is above any count reached by restarts.
+            boot = max(1, int(time.time()))
+            _LOGGER.error("Boot counter %s is corrupt; continuing from %d (the current unix time)", path, boot)
         atomic_write(path, f"{boot}\n".encode())
         return boot
 

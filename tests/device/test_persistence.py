@@ -12,6 +12,15 @@ def test_boot_counter_increments(tmp_path: Path) -> None:
     assert [StateDir(tmp_path).next_boot() for _ in range(3)] == [1, 2, 3]
 
 
+def test_a_corrupt_boot_counter_never_goes_back_to_earlier_boots(tmp_path: Path) -> None:
+    state = StateDir(tmp_path)
+    assert [state.next_boot() for _ in range(3)] == [1, 2, 3]
+    (tmp_path / "boot").write_text("\x00garbage")
+    boot = state.next_boot()  # ids {device}-{boot}-{seq} of boots 1-3 must not come back
+    assert boot > 1_000_000_000
+    assert state.next_boot() == boot + 1
+
+
 def test_settings_round_trip(tmp_path: Path) -> None:
     StateDir(tmp_path).save_settings(
         Settings(sleep_allowed=False, language="de", voice="/v.onnx", volume=0.2)
@@ -24,5 +33,3 @@ def test_missing_or_corrupt_settings_fall_back(tmp_path: Path) -> None:
     assert StateDir(tmp_path).load_settings(defaults) == defaults
     (tmp_path / "settings.json").write_text("{not json")
     assert StateDir(tmp_path).load_settings(defaults) == defaults
-    (tmp_path / "boot").write_text("garbage")
-    assert StateDir(tmp_path).next_boot() == 1
