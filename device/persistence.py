@@ -76,7 +76,9 @@ class StateDir:
             # Starting again at 1 would reuse event ids ({device}-{boot}-{seq}) the agent has seen and
             # drops as duplicates; the unix time is above any count reached by restarts.
             boot = max(1, int(time.time()))
-            _LOGGER.error("Boot counter %s is corrupt; continuing from %d (the current unix time)", path, boot)
+            _LOGGER.error(
+                "Boot counter %s is corrupt; continuing from %d (the current unix time)", path, boot
+            )
         atomic_write(path, f"{boot}\n".encode())
         return boot
 
