@@ -24,6 +24,7 @@ from audio.capture import AudioSource, SimulatedMicrophone
 from audio.events import AudioDeviceProblem, AudioEvent
 from audio.listener import Listener
 from audio.stt import ModelUnavailable, make_transcriber
+from audio.tts import VoiceNotFound
 from audio.wav import WavError, load_audio
 from device import __version__
 from device.actions import (
@@ -396,6 +397,8 @@ class Runtime:
         self.speaker = make_speaker(cfg, self.state_dir, self._emit_audio)
         try:
             await self.speaker.start()
+        except VoiceNotFound as err:  # a setting to fix, like a missing Whisper model
+            return await self._abort_start(server, f"speaking.voice: {err}")
         except Exception as err:
             _LOGGER.error("Speaker not available: %s (continuing; replies cannot be heard)", err)
             self.put(AudioDeviceProblem("output", False, str(err), time.time()))
@@ -409,7 +412,7 @@ class Runtime:
         return 0
 
     async def _abort_start(self, server: FaceWebServer | None, why: str) -> int:
-        """A start that cannot go on (a model that cannot be loaded: fixing it takes a config
+        """A start that cannot go on (a model or voice that cannot be loaded: fixing it takes a config
         change, so systemd is told not to restart, exit 2): say why in the log and to systemd,
         leave the broker with the offline status, release what was started."""
         _LOGGER.error("Cannot start: %s", why)

@@ -149,6 +149,23 @@ def test_a_model_that_cannot_be_loaded_stops_the_start_with_why_and_exit_2(
     assert _retained_status(mosquitto, "sd2")["online"] is False
 
 
+def test_a_missing_voice_stops_the_start_with_exit_2(mosquitto: Mosquitto, tmp_path: Path) -> None:
+    # Like a missing Whisper model: a setting to fix, so systemd is told not to restart.
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f"[speaking]\nvoice = '{tmp_path / 'no-voice.onnx'}'\n")
+    proc = subprocess.run(
+        [*DAEMON, "--config", str(cfg), "--broker", mosquitto.url, "--device-id", "sd3"]
+        + ["--state-dir", str(tmp_path / "state")],
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "Cannot start: speaking.voice: voice model not found:" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert _retained_status(mosquitto, "sd3")["online"] is False
+
+
 def test_a_missing_tls_file_names_the_key_and_exits_2(tmp_path: Path) -> None:
     cfg = tmp_path / "c.toml"
     cfg.write_text(f"[mqtt]\nbroker = 'mqtts://127.0.0.1:8883'\nca_file = '{tmp_path / 'ca.pem'}'\n")
