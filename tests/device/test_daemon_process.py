@@ -153,9 +153,19 @@ def test_a_missing_voice_stops_the_start_with_exit_2(mosquitto: Mosquitto, tmp_p
     # Like a missing Whisper model: a setting to fix, so systemd is told not to restart.
     cfg = tmp_path / "c.toml"
     cfg.write_text(f"[speaking]\nvoice = '{tmp_path / 'no-voice.onnx'}'\n")
+    state = tmp_path / "state"
     proc = subprocess.run(
-        [*DAEMON, "--config", str(cfg), "--broker", mosquitto.url, "--device-id", "sd3"]
-        + ["--state-dir", str(tmp_path / "state")],
+        [
+            *DAEMON,
+            "--config",
+            str(cfg),
+            "--broker",
+            mosquitto.url,
+            "--device-id",
+            "sd3",
+            "--state-dir",
+            str(state),
+        ],
         capture_output=True,
         text=True,
         timeout=90,
