@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import paho.mqtt.client as mqtt
+import pytest
 from paho.mqtt.enums import CallbackAPIVersion
 
 from tests.broker import Mosquitto
@@ -110,8 +111,23 @@ def test_bad_broker_url_exits_2(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "mqtt.broker" in proc.stderr
 
 
+@pytest.mark.parametrize(
+    ("setting", "why"),
+    [
+        pytest.param(
+            "[hearing]\nstt_model = '{tmp}/no-model'\n",
+            "hearing.stt_model: no CTranslate2 Whisper model at",
+            id="whisper",
+        ),
+        pytest.param(
+            "[speaking]\nvoice = '{tmp}/no-voice.onnx'\n",
+            "speaking.voice: voice model not found:",
+            id="voice",
+        ),
+    ],
+)
 def test_a_model_that_cannot_be_loaded_stops_the_start_with_why_and_exit_2(
-    mosquitto: Mosquitto, tmp_path: Path
+    mosquitto: Mosquitto, tmp_path: Path, setting: str, why: str
 ) -> None:
     """Fixing it takes a config change: the daemon says which setting and why (no traceback), tells
     systemd, leaves the broker an offline status and exits 2 (``RestartPreventExitStatus=2``)."""
@@ -119,8 +135,9 @@ def test_a_model_that_cannot_be_loaded_stops_the_start_with_why_and_exit_2(
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     sock.bind(str(notify_path))
     cfg = tmp_path / "c.toml"
-    cfg.write_text(f"[hearing]\nstt_model = '{tmp_path / 'no-model'}'\n")
+    cfg.write_text(setting.format(tmp=tmp_path))
     state = tmp_path / "state"
+    device = "sd-" + why.split(".")[0]
     try:
         proc = subprocess.run(
             [
@@ -130,50 +147,24 @@ def test_a_model_that_cannot_be_loaded_stops_the_start_with_why_and_exit_2(
                 "--broker",
                 mosquitto.url,
                 "--device-id",
-                "sd2",
+                device,
                 "--state-dir",
                 str(state),
             ],
             env=dict(os.environ, NOTIFY_SOCKET=str(notify_path)),
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=90,
         )
         notes = _recv_until(sock, "STOPPING=1", timeout=1)
     finally:
         sock.close()
     assert proc.returncode == 2, proc.stderr
-    assert "Cannot start: hearing.stt_model: no CTranslate2 Whisper model at" in proc.stderr
+    assert f"Cannot start: {why}" in proc.stderr
     assert "Traceback" not in proc.stderr
-    assert any("STATUS=cannot start: hearing.stt_model" in line for line in notes)
-    assert _retained_status(mosquitto, "sd2")["online"] is False
-
-
-def test_a_missing_voice_stops_the_start_with_exit_2(mosquitto: Mosquitto, tmp_path: Path) -> None:
-    # Like a missing Whisper model: a setting to fix, so systemd is told not to restart.
-    cfg = tmp_path / "c.toml"
-    cfg.write_text(f"[speaking]\nvoice = '{tmp_path / 'no-voice.onnx'}'\n")
-    state = tmp_path / "state"
-    proc = subprocess.run(
-        [
-            *DAEMON,
-            "--config",
-            str(cfg),
-            "--broker",
-            mosquitto.url,
-            "--device-id",
-            "sd3",
-            "--state-dir",
-            str(state),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=90,
-    )
-    assert proc.returncode == 2, proc.stderr
-    assert "Cannot start: speaking.voice: voice model not found:" in proc.stderr
-    assert "Traceback" not in proc.stderr
-    assert _retained_status(mosquitto, "sd3")["online"] is False
+    key = why.split(":")[0]
+    assert any(f"STATUS=cannot start: {key}" in line for line in notes)
+    assert _retained_status(mosquitto, device)["online"] is False
 
 
 def test_a_missing_tls_file_names_the_key_and_exits_2(tmp_path: Path) -> None:
