@@ -18,11 +18,10 @@ from face.state import EMOTIONS
 _LOGGER = logging.getLogger(__name__)
 
 
-MAX_TAG_LENGTH = 40
-"""A ``[`` not closed within this many characters is ordinary text, not a tag."""
-
-_TAG = re.compile(r"\[([A-Za-z_]+)\]")
-_END_TAG = re.compile(r"\[[A-Za-z_]*\]?$")
+_NAME = r"[^\W\d]"
+"""A tag name's characters: letters of any script and ``_`` (protocol v1: "letters and ``_``")."""
+_TAG = re.compile(rf"\[({_NAME}+)\]")
+_END_TAG = re.compile(rf"\[{_NAME}*\]?$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +82,10 @@ def parse_chunk(
         # Hold back a tag (open or complete) at the end and the whitespace around it: whether that
         # whitespace is spoken depends on what the next chunk starts with.
         cut = len(source.rstrip())
+        # A ``[`` then only name characters can still become a tag, however long: it is one word
+        # at most, and the final chunk speaks whatever is still held.
         tail = _END_TAG.search(source, 0, cut)
-        if tail and cut - tail.start() <= MAX_TAG_LENGTH:
+        if tail:
             cut = tail.start()
         cut = len(source[:cut].rstrip())
         held = source[cut:]

@@ -37,6 +37,23 @@ def test_unclosed_bracket_is_text_at_the_end() -> None:
     assert strip_tags("a [b c] d") == "a [b c] d"
 
 
+def test_tag_names_in_any_script_are_tags_never_spoken() -> None:
+    vocab = TagVocabulary({"fröhlich": "happy"})
+    parsed = parse_chunk("Hallo [FRÖHLICH] du [überrascht] da [喜] ja", vocabulary=vocab)
+    assert parsed.text == "Hallo du da ja"
+    assert parsed.marks == (Mark(6, "emotion", "happy"),)
+    assert strip_tags("Seite [12] und [a1]") == "Seite [12] und [a1]"  # digits: not a tag name
+
+
+def test_a_long_tag_split_across_chunks_is_still_a_tag() -> None:
+    name = "a_very_long_tag_name_that_some_language_model_made_up_on_the_spot"
+    first = parse_chunk("Okay [" + name[:50], final=False)
+    second = parse_chunk(name[50:] + "] then [hap", pending=first.pending, offset=first.offset, final=False)
+    third = parse_chunk("py] bye", pending=second.pending, offset=second.offset)
+    assert first.text + second.text + third.text == "Okay then bye"
+    assert third.marks == (Mark(10, "emotion", "happy"),)
+
+
 def test_tag_split_across_chunks() -> None:
     first = parse_chunk("Hello [exc", final=False)
     assert first.text == "Hello" and first.pending == " [exc"
