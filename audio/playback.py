@@ -91,6 +91,9 @@ class PlaybackQueue:
         self._fade_left = 0
         self._fade_total = 1
         self._seen: dict[int, None] = {}
+        self._finished: deque[str] = deque(maxlen=64)
+        self._holds: set[str] = set()
+        self._held_at: set[str] = set()
 
     @property
     def rate(self) -> int:
@@ -137,6 +140,26 @@ class PlaybackQueue:
             self._items.append(_ReplyEnd(say, reply))
             return True
 
+    def hold_after(self, say: str) -> None:
+        """Start nothing queued after reply ``say`` until ``release(say)`` or ``stop()``.
+
+        When ``say`` already finished at the output side, nothing new starts from now on.
+        """
+        with self._lock:
+            (self._held_at if say in self._finished else self._holds).add(say)
+
+    def release(self, say: str) -> None:
+        """Drop the hold at the end of ``say``: what waited behind it plays."""
+        with self._lock:
+            self._holds.discard(say)
+            self._held_at.discard(say)
+
+    @property
+    def holding(self) -> bool:
+        """True while the output waits at a hold with nothing started after it."""
+        with self._lock:
+            return bool(self._held_at)
+
     def stop(self) -> frozenset[int]:
         """Drop everything queued and fade out now.
 
@@ -147,6 +170,8 @@ class PlaybackQueue:
         with self._lock:
             self._generation += 1
             self._items.clear()
+            self._holds.clear()
+            self._held_at.clear()
             if self._open is not None and not self._stopping:
                 self._stopping = True
                 self._fade_left = max(1, int(self._rate * self._stop_fade_ms / 1000))
@@ -203,7 +228,7 @@ class PlaybackQueue:
         n = len(out)
         while pos < n:
             if self._current is None:
-                if not self._items:
+                if not self._items or self._held_at:
                     break
                 item = self._items.popleft()
                 if isinstance(item, _ReplyEnd):
@@ -212,6 +237,10 @@ class PlaybackQueue:
                     if self._open == item.reply:
                         self._open = None
                     self._gap = 0
+                    self._finished.append(item.say)
+                    if item.say in self._holds:
+                        self._holds.discard(item.say)
+                        self._held_at.add(item.say)
                     continue
                 if self._open != item.reply:
                     self._remember(item.reply)

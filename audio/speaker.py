@@ -177,6 +177,14 @@ class Speaker:
                 del self._replies[serial]
                 self._schedule(now, PlaybackFinished(say=reply.say, interrupted=True, ts=now))
 
+    def hold_after(self, say: str) -> None:
+        """Start no reply queued after ``say`` until ``release(say)`` or ``stop()`` (a sleep waits there)."""
+        self._queue.hold_after(say)
+
+    def release(self, say: str) -> None:
+        """Drop the hold at the end of ``say``: the replies behind it play."""
+        self._queue.release(say)
+
     def set_volume(self, volume: float) -> None:
         """Set the output volume (0..1); applies within one audio block."""
         self._queue.set_volume(volume)

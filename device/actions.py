@@ -40,6 +40,24 @@ class StopSpeaking:
 
 
 @dataclass(frozen=True, slots=True)
+class HoldSpeech:
+    """Start no reply queued after reply ``say`` until ``ReleaseSpeech(say)`` or a stop.
+
+    A sleep waits at the end of ``say``: what was queued behind it must not sound (even for one
+    output buffer) before the orchestrator knows whether the device falls asleep.
+    """
+
+    say: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseSpeech:
+    """The sleep that waited at the end of reply ``say`` is resolved (ignored, or asleep): play on."""
+
+    say: str
+
+
+@dataclass(frozen=True, slots=True)
 class ApplySettings:
     """Apply session settings to the parts (STT language, TTS voice, volume)."""
 
@@ -104,6 +122,8 @@ Action = (
     | SetHalfDuplex
     | Speak
     | StopSpeaking
+    | HoldSpeech
+    | ReleaseSpeech
     | ApplySettings
     | SaveSettings
     | Publish

@@ -28,9 +28,11 @@ from device.actions import (
     ApplySettings,
     CancelTimer,
     CloseMicrophone,
+    HoldSpeech,
     OpenMicrophone,
     PlayVisemes,
     Publish,
+    ReleaseSpeech,
     SaveSettings,
     ScheduleTimer,
     SetHalfDuplex,
@@ -89,6 +91,9 @@ def step(state: DeviceState, event: DeviceInput, rules: Rules = Rules()) -> tupl
     new = handler(state, event, actions, rules)
     if new.awake:
         new = replace(new, phase=_awake_phase(new))
+    before, after = hold_points(state), hold_points(new)
+    actions.extend(HoldSpeech(say) for say in sorted(after - before))
+    actions.extend(ReleaseSpeech(say) for say in sorted(before - after))
     return new, actions
 
 
@@ -101,6 +106,24 @@ def _awake_phase(state: DeviceState) -> Phase:
     if state.thinking or state.decoding:
         return Phase.THINKING
     return Phase.IDLE
+
+
+def hold_points(state: DeviceState) -> frozenset[str]:
+    """Replies at whose end a sleep waits: the speaker starts nothing queued after them meanwhile.
+
+    A reply with a ``[sleep]`` tag, and for a pending ``sleep`` command the last reply queued
+    before it. Derived from the state, so every way a sleep resolves (asleep, ``sleep_ignored``,
+    the reply stopped) releases its hold: the device cannot be left mute.
+    """
+    if not state.awake:
+        return frozenset()
+    order = [r.say for r in state.replies]
+    points = {r.say for r in state.replies if r.sleep_tag}
+    for pending in state.sleeps:
+        waited = [order.index(say) for say in pending.after if say in order]
+        if waited:
+            points.add(order[max(waited)])
+    return frozenset(points)
 
 
 def display_of(state: DeviceState) -> FaceState:

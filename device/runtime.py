@@ -32,9 +32,11 @@ from device.actions import (
     ApplySettings,
     CancelTimer,
     CloseMicrophone,
+    HoldSpeech,
     OpenMicrophone,
     PlayVisemes,
     Publish,
+    ReleaseSpeech,
     SaveSettings,
     ScheduleTimer,
     SetHalfDuplex,
@@ -178,6 +180,10 @@ class Runtime:
         elif isinstance(action, StopSpeaking):
             self.speaker.stop()
             self.face.stop_mouth()  # the rest of the piece's mouth timeline is not heard
+        elif isinstance(action, HoldSpeech):
+            self.speaker.hold_after(action.say)
+        elif isinstance(action, ReleaseSpeech):
+            self.speaker.release(action.say)
         elif isinstance(action, SetHalfDuplex):
             self.listener.set_speaking(action.speaking)
         elif isinstance(action, OpenMicrophone):

@@ -92,3 +92,49 @@ def test_volume_ramps_without_jump() -> None:
 def test_fade_edges() -> None:
     out = fade_edges(np.ones(100, np.float32), 10)
     assert out[0] == 0 and out[-1] < 0.2 and np.all(out[10:90] == 1)
+
+
+def test_hold_after_a_reply_starts_nothing_behind_it_until_released() -> None:
+    q = PlaybackQueue(RATE, volume=1.0)
+    g = q.generation
+    q.hold_after("a")
+    q.push(_piece("a", 1, 60), g)
+    q.push_end("a", 1, g)
+    q.push(_piece("b", 2, 60), g)
+    q.push_end("b", 2, g)
+    out, marks = _render(q)
+    assert [(m.kind, m.say) for m in marks] == [
+        ("reply_started", "a"),
+        ("piece_started", "a"),
+        ("reply_finished", "a"),
+    ]
+    assert np.all(out[:60] == 0.5) and np.all(out[60:] == 0)  # b not even one sample
+    assert q.holding and q.busy
+    out, marks = _render(q)
+    assert marks == [] and np.all(out == 0)
+    q.release("a")
+    assert not q.holding
+    out, marks = _render(q)
+    assert [(m.kind, m.say) for m in marks] == [
+        ("reply_started", "b"),
+        ("piece_started", "b"),
+        ("reply_finished", "b"),
+    ]
+    assert np.all(out[:60] == 0.5)
+
+
+def test_a_hold_is_cleared_by_stop_and_applies_at_once_after_a_finished_reply() -> None:
+    q = PlaybackQueue(RATE, volume=1.0)
+    q.push_end("a", 1, q.generation)
+    _render(q)  # a finished at the output side before the hold arrived
+    q.hold_after("a")
+    assert q.holding
+    q.push(_piece("b", 2, 10), q.generation)
+    out, marks = _render(q)
+    assert marks == [] and np.all(out == 0)
+    q.stop()  # a stop drops what waited and every hold
+    assert not q.holding
+    q.hold_after("c")  # c never came: nothing is held
+    q.push(_piece("d", 4, 10), q.generation)
+    _, marks = _render(q)
+    assert [(m.kind, m.say) for m in marks][:1] == [("reply_started", "d")]

@@ -219,6 +219,51 @@ async def test_stop_silences_output_fast_and_drops_queued_replies(
     assert silent_at - t_stop < 0.05, f"still audible {silent_at - t_stop:.3f} s after stop"
 
 
+async def test_a_hold_keeps_the_next_reply_silent_until_the_sleep_behind_it_is_decided(
+    speaking_voice: Any,
+) -> None:
+    """A goodbye with a sleep behind it: with 150 ms of output latency the next reply's start used to
+    sound before the goodbye's end was heard and the sleep's stop could reach the output."""
+    from tests.audio.speaking_fakes import FakeSoundDevice
+
+    fake_sd = FakeSoundDevice(rate=48000, latency=0.15)
+    rec = Recorder()
+    decide: dict[str, Any] = {}
+
+    def emit(event: AudioEvent) -> None:  # the orchestrator's part: asleep → stop, ignored → release
+        rec(event)
+        if isinstance(event, PlaybackFinished) and event.say in decide:
+            decide.pop(event.say)()
+
+    sink = make_sink(SpeakingSettings(output_device="usb"), backend=fake_sd)
+    speaker = Speaker(SpeakingSettings(), sink, emit)
+    await speaker.start()
+    try:
+        decide["bye"] = speaker.stop  # the device falls asleep
+        speaker.speak("bye", "Bye.", final=True)
+        speaker.hold_after("bye")
+        speaker.speak("next", "You should never hear this.", final=True)
+        bye = await rec.finished("bye")
+        nxt = await rec.finished("next")
+        await asyncio.sleep(0.3)
+        decide["a"] = lambda: speaker.release("a")  # the sleep is ignored: play on
+        speaker.speak("a", "Okay.", final=True)
+        speaker.hold_after("a")
+        speaker.speak("b", "Let us play.", final=True)
+        a = await rec.finished("a")
+        b = await rec.finished("b")
+    finally:
+        await speaker.aclose()
+    assert not bye.interrupted and nxt.interrupted
+    assert [type(e) for e in rec.of("next")] == [PlaybackFinished]
+    heard_after_bye = [
+        t for t, block in fake_sd.recorded() if bye.ts + 0.011 < t < a.ts - 1.0 and np.abs(block).max() > 1e-3
+    ]
+    assert heard_after_bye == [], f"{len(heard_after_bye)} audible blocks after the goodbye"
+    b_started = next(e for e in rec.of("b") if isinstance(e, PlaybackStarted))
+    assert not a.interrupted and not b.interrupted and b_started.ts >= a.ts
+
+
 async def test_missing_output_device_is_a_clear_error(speaking_fake_sd: Any, speaking_voice: Any) -> None:
     rec = Recorder()
     with pytest.raises(OutputDeviceUnavailable) as err:

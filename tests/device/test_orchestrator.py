@@ -6,6 +6,8 @@ import logging
 from collections.abc import Iterable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agent_link.messages import ConfigCommand, SayCommand, SleepAllowedCommand, SleepCommand, StopCommand
 from audio.events import (
@@ -23,9 +25,11 @@ from device.actions import (
     Action,
     ApplySettings,
     CloseMicrophone,
+    HoldSpeech,
     OpenMicrophone,
     PlayVisemes,
     Publish,
+    ReleaseSpeech,
     SaveSettings,
     SetHalfDuplex,
     ShowExpression,
@@ -42,7 +46,15 @@ from device.inputs import (
     TimerFired,
     TypedText,
 )
-from device.orchestrator import Rules, boot_actions, display_of, initial_state, status_fields, step
+from device.orchestrator import (
+    Rules,
+    boot_actions,
+    display_of,
+    hold_points,
+    initial_state,
+    status_fields,
+    step,
+)
 from device.state import DeviceState, Phase, Settings
 from face.state import FaceState
 from face.tags import TagVocabulary
@@ -330,6 +342,97 @@ def test_falling_asleep_interrupts_open_utterances_and_later_speech() -> None:
     assert run.types(acts) == [] and SetHalfDuplex(True) not in acts
     acts = run.feed(Transcribed("u1", "late", 0.9, "en", 500, 100, 9.0), PlaybackFinished("r2", True, 9.0))
     assert run.types(acts) == ["playback_finished"]
+
+
+def _holds(acts: Iterable[Action]) -> list[Action]:
+    return [a for a in acts if isinstance(a, HoldSpeech | ReleaseSpeech | StopSpeaking)]
+
+
+def test_speech_behind_a_sleep_tag_is_held_and_dropped_when_the_device_sleeps() -> None:
+    run = Run()
+    run.wake()
+    assert _holds(run.say("bye", "Good night! [sleep]")) == [HoldSpeech("bye")]
+    assert _holds(run.say("late", "And one more thing.")) == []
+    acts = run.play("bye")
+    assert run.types(acts)[-1] == "asleep"
+    assert _holds(acts) == [StopSpeaking(), ReleaseSpeech("bye")]
+
+
+def test_speech_behind_an_ignored_sleep_is_released() -> None:
+    run = Run()
+    run.wake()
+    run.say("bye", "Bye [sleep]")
+    run.cmd(SleepAllowedCommand(id="a1", value=False))  # an activity starts during the goodbye
+    run.say("game", "Let us play!")
+    acts = run.play("bye")
+    assert ("sleep_ignored", {"via": "tag", "say": "bye"}) in run.published(acts)
+    assert _holds(acts) == [ReleaseSpeech("bye")]
+
+
+def test_a_sleep_command_holds_after_the_last_reply_queued_before_it() -> None:
+    run = Run()
+    run.wake()
+    run.say("r1", "One.")
+    run.say("r2", "Two.")
+    assert _holds(run.cmd(SleepCommand(id="s1"))) == [HoldSpeech("r2")]
+    run.say("r3", "Three, said after the sleep.")
+    assert _holds(run.play("r1")) == []
+    acts = run.play("r2")
+    assert _holds(acts) == [StopSpeaking(), ReleaseSpeech("r2")] and not run.state.awake
+
+
+def test_a_stopped_goodbye_releases_its_hold() -> None:
+    run = Run()
+    run.wake()
+    run.say("bye", "Bye [sleep]")
+    assert _holds(run.cmd(StopCommand(id="x"))) == [StopSpeaking()]
+    acts = run.feed(PlaybackFinished("bye", True, run.t()))
+    assert _holds(acts) == [ReleaseSpeech("bye")] and run.state.awake
+
+
+_STEPS = st.sampled_from(
+    ["say", "say_sleep", "chunk", "sleep", "allow", "forbid", "stop", "start", "finish", "cut", "tap"]
+)
+
+
+@given(st.lists(st.tuples(_STEPS, st.integers(0, 3)), max_size=40))
+@settings(max_examples=300, deadline=None)
+def test_the_speaker_is_never_left_holding_speech(steps: list[tuple[str, int]]) -> None:
+    """Whatever happens, the holds the speaker was given are ones a pending sleep still needs, and
+    none survive the device falling asleep: no path leaves it mute."""
+    run = Run()
+    run.wake()
+    held: set[str] = set()
+    for n, (what, k) in enumerate(steps):
+        say = f"r{k}"
+        replies = [r.say for r in run.state.replies]
+        if what in ("say", "say_sleep", "chunk"):
+            text = "Bye [sleep]" if what == "say_sleep" else "Hi."
+            acts = run.say(say, text, final=what != "chunk", cid=f"c{n}")
+        elif what == "sleep":
+            acts = run.cmd(SleepCommand(id=f"s{n}"))
+        elif what in ("allow", "forbid"):
+            acts = run.cmd(SleepAllowedCommand(id=f"a{n}", value=what == "allow"))
+        elif what == "stop":
+            acts = run.cmd(StopCommand(id=f"x{n}"))
+        elif what == "tap":
+            acts = run.feed(Tapped("button", run.t()))
+        elif not replies:
+            continue
+        elif what == "start":
+            acts = run.feed(PlaybackStarted(replies[0], run.t()))
+        else:  # the head reply ends, played out or cut off (a stop, a failing speaker)
+            acts = run.feed(PlaybackFinished(replies[0], what == "cut", run.t()))
+        for action in acts:
+            if isinstance(action, HoldSpeech):
+                held.add(action.say)
+            elif isinstance(action, ReleaseSpeech):
+                held.discard(action.say)
+            elif isinstance(action, StopSpeaking):
+                held.clear()
+        assert held <= hold_points(run.state) <= {r.say for r in run.state.replies}
+        if not run.state.awake:
+            assert not held
 
 
 def test_settings_commands_persist_and_apply() -> None:
