@@ -132,7 +132,7 @@ class PlaybackFinishedEvent(_EventEnvelope):
     say: str = Field(min_length=1)
     """Reply id (the ``say`` of the commands)."""
     interrupted: bool
-    """True if the reply was cut short (``stop``, sleep, error)."""
+    """True if the reply was cut short (``stop``, sleep, error; after a restart, by the next boot)."""
     EXAMPLE: ClassVar[dict[str, Any]] = _env("playback_finished", say="r-12", interrupted=False)
 
 

@@ -328,9 +328,9 @@ class FaultRunner:
     async def verify(self, allow_open: bool = False) -> list[str]:
         """Check everything received so far; add counts and violations to the report.
 
-        ``allow_open``: utterances left open by a killed boot are reported in :meth:`open_utterances`
-        instead of as violations (the daemon does not yet close them after a restart). Waits for
-        events still in flight first (:meth:`settle`): "lost" means never arrived.
+        ``allow_open``: utterances still open are reported in :meth:`open_utterances` instead of as
+        violations (a recording that ends mid-utterance). Waits for events still in flight first
+        (:meth:`settle`): "lost" means never arrived.
         """
         await self.settle()
         problems = [str(v) for v in check_contract(self.harness.events, allow_open=allow_open)]

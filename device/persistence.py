@@ -107,21 +107,57 @@ class StateDir:
             _LOGGER.error("Saved settings %s invalid (%s); using defaults", path, err)
             return defaults
 
-    def load_open_utterances(self) -> list[str]:
-        """Utterances that had ``speech_started`` and no closing event when the last boot ended."""
-        try:
-            data = json.loads((self.root / "open-utterances.json").read_text())
-        except FileNotFoundError:
-            return []
-        except (OSError, ValueError) as err:
-            _LOGGER.error("Open-utterance record unreadable (%s); ignoring it", err)
-            return []
-        return [str(u) for u in data] if isinstance(data, list) else []
-
-    def save_open_utterances(self, utterances: list[str]) -> None:
-        """Record the utterances not yet closed, so a restart can close them (``interrupted``)."""
-        atomic_write(self.root / "open-utterances.json", json.dumps(sorted(utterances)).encode())
+    def open_ids(self, kind: str) -> OpenIds:
+        """The record of ``kind`` ("utterances", "replies") opened and not yet closed."""
+        return OpenIds(self.root / f"open-{kind}.json")
 
     def save_settings(self, settings: Settings) -> None:
         """Persist the session settings atomically."""
         atomic_write(self.root / "settings.json", json.dumps(asdict(settings), indent=1).encode())
+
+
+class OpenIds:
+    """Ids opened and not yet closed (utterances, replies), on disk so a restart can close them.
+
+    ``open()`` is written before the opening event is stored and ``close()`` after the closing one,
+    so a kill in between leaves the id recorded (closed again after the restart, never left open).
+    A write that fails is logged and the daemon goes on.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.ids: set[str] = set()
+
+    def __contains__(self, item: object) -> bool:
+        return item in self.ids
+
+    def load(self) -> list[str]:
+        """The ids the last boot left open (they stay recorded until closed)."""
+        try:
+            data = json.loads(self.path.read_text())
+        except FileNotFoundError:
+            data = []
+        except (OSError, ValueError) as err:
+            _LOGGER.error("Record %s unreadable (%s); ignoring it", self.path, err)
+            data = []
+        leftovers = sorted(str(i) for i in data) if isinstance(data, list) else []
+        self.ids = set(leftovers)
+        return leftovers
+
+    def open(self, item: str) -> None:
+        """Record ``item`` as open."""
+        if item not in self.ids:
+            self.ids.add(item)
+            self._save()
+
+    def close(self, item: str) -> None:
+        """Record ``item`` as closed."""
+        if item in self.ids:
+            self.ids.discard(item)
+            self._save()
+
+    def _save(self) -> None:
+        try:
+            atomic_write(self.path, json.dumps(sorted(self.ids)).encode())
+        except OSError as err:
+            _LOGGER.error("Could not record open ids in %s: %s", self.path, err)

@@ -100,7 +100,8 @@ class Runtime:
         self._last_step = time.monotonic()
         self._tasks: list[asyncio.Task[Any]] = []
         self.source: AudioSource | None = None
-        self._open_utterances: set[str] = set()
+        self._open_utterances = self.state_dir.open_ids("utterances")
+        self._open_replies = self.state_dir.open_ids("replies")
 
     # ---- inputs from the edges (all called on the loop) ----------------------------------------------
     def put(self, event: DeviceInput) -> None:
@@ -176,6 +177,8 @@ class Runtime:
         if isinstance(action, Publish):
             self._publish(action)
         elif isinstance(action, Speak):
+            # Recorded before it can sound: a kill mid-reply leaves it for the next boot to close.
+            self._open_replies.open(action.say)
             self.speaker.speak(action.say, action.text, action.final)
         elif isinstance(action, StopSpeaking):
             self.speaker.stop()
@@ -237,7 +240,7 @@ class Runtime:
         utterance = action.fields.get("utterance")
         if action.event_type == "speech_started":
             # Recorded before the event is stored: a kill in between leaves nothing open forever.
-            self._track_utterance(str(utterance), open_=True)
+            self._open_utterances.open(str(utterance))
         try:
             event = self.outbox.append(action.event_type, action.fields, action.ts)
         except OutboxError as err:
@@ -248,27 +251,20 @@ class Runtime:
             return
         _LOGGER.info("→ %s #%d %s", action.event_type, event.seq, _short(action.fields))
         self.link.notify_outbox()
-        if action.event_type in ("transcript", "utterance_failed") and utterance in self._open_utterances:
-            self._track_utterance(str(utterance), open_=False)
+        if action.event_type in ("transcript", "utterance_failed"):
+            self._open_utterances.close(str(utterance))
+        elif action.event_type == "playback_finished":
+            self._open_replies.close(str(action.fields.get("say")))
 
-    def _track_utterance(self, utterance: str, *, open_: bool) -> None:
-        if open_:
-            self._open_utterances.add(utterance)
-        else:
-            self._open_utterances.discard(utterance)
-        try:
-            self.state_dir.save_open_utterances(list(self._open_utterances))
-        except OSError as err:
-            _LOGGER.error("Could not record open utterances in %s: %s", self.state_dir.root, err)
-
-    def _close_leftover_utterances(self) -> None:
-        """Utterances the previous boot left open (killed mid-utterance) end as ``interrupted``."""
-        leftovers = self.state_dir.load_open_utterances()
-        self._open_utterances = set(leftovers)
-        for utterance in leftovers:
+    def _close_leftovers(self) -> None:
+        """What the previous boot left open (killed mid-utterance or mid-reply) ends as interrupted."""
+        for utterance in self._open_utterances.load():
             _LOGGER.warning("Utterance %s was open when the device stopped: closing it", utterance)
             fields = {"utterance": utterance, "reason": "interrupted", "detail": "the device restarted"}
             self._publish(Publish("utterance_failed", fields, time.time()))
+        for say in self._open_replies.load():
+            _LOGGER.warning("Reply %s was not finished when the device stopped: closing it", say)
+            self._publish(Publish("playback_finished", {"say": say, "interrupted": True}, time.time()))
 
     def _cancel_timer(self, name: str) -> None:
         handle = self._timers.pop(name, None)
@@ -376,7 +372,7 @@ class Runtime:
             simulate=cfg.device.simulate,
         )
         self.link.set_status(self._status_message())
-        self._close_leftover_utterances()
+        self._close_leftovers()
         self._spawn(self.link.run(), "mqtt-link")
 
         self.face, server = make_face(cfg, self._on_screen_tap, self._on_screen_text)

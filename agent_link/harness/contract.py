@@ -117,9 +117,10 @@ def check_utterances(events: Sequence[Event], allow_open: bool = False) -> list[
 
 
 def check_playback(events: Sequence[Event]) -> list[Violation]:
-    """Per reply: at most one ``playback_started`` and one ``playback_finished``, in that order."""
+    """Per reply: at most one ``playback_started`` and one ``playback_finished``, in that order; a
+    reply a boot started is finished by the time a later boot speaks (a restart closes it)."""
     problems: list[Violation] = []
-    started: set[str] = set()
+    started: dict[str, Event] = {}
     finished: set[str] = set()
     for ev in events:
         if ev.type == "playback_started":
@@ -129,11 +130,20 @@ def check_playback(events: Sequence[Event]) -> list[Violation]:
                 problems.append(
                     Violation("one playback per reply", f"reply {ev.say} started after finishing")
                 )
-            started.add(ev.say)
+            started[ev.say] = ev
         elif ev.type == "playback_finished":
             if ev.say in finished:
                 problems.append(Violation("one playback per reply", f"reply {ev.say} finished twice"))
             finished.add(ev.say)
+    last_boot = max((ev.boot for ev in events), default=0)
+    for say, ev in started.items():
+        if say not in finished and ev.boot < last_boot:
+            problems.append(
+                Violation(
+                    "reply finished once",
+                    f"reply {say} started in boot {ev.boot} and never finished, not even after the restart",
+                )
+            )
     return problems
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from device.persistence import StateDir
 from device.state import Settings
 
@@ -33,3 +35,19 @@ def test_missing_or_corrupt_settings_fall_back(tmp_path: Path) -> None:
     assert StateDir(tmp_path).load_settings(defaults) == defaults
     (tmp_path / "settings.json").write_text("{not json")
     assert StateDir(tmp_path).load_settings(defaults) == defaults
+
+
+def test_open_ids_survive_a_restart_until_closed(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    replies = StateDir(tmp_path).open_ids("replies")
+    assert replies.load() == []
+    replies.open("r1")
+    replies.open("r2")
+    replies.close("r1")
+    again = StateDir(tmp_path).open_ids("replies")  # the next boot
+    assert again.load() == ["r2"] and "r2" in again
+    again.close("r2")
+    assert StateDir(tmp_path).open_ids("replies").load() == []
+    assert StateDir(tmp_path).open_ids("utterances").load() == []  # one file per kind
+    (tmp_path / "open-replies.json").write_text("{not json")
+    assert StateDir(tmp_path).open_ids("replies").load() == []
+    assert "unreadable" in caplog.text

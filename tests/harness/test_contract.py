@@ -104,6 +104,22 @@ def test_playback_and_sleep_alternation() -> None:
         assert_contract(stream)
 
 
+def test_a_reply_a_dead_boot_started_must_be_finished_after_the_restart() -> None:
+    first, second = EventFactory(boot=1), EventFactory(boot=2)
+    started = [first("wake", source="sim"), first("playback_started", say="r1")]
+    assert check_contract(started) == []  # still playing when the recording ends: fine
+    restarted = [*started, second("wake", source="button")]
+    assert rules(restarted) == ["reply finished once"]
+    first, second = EventFactory(boot=1), EventFactory(boot=2)
+    started = [first("wake", source="sim"), first("playback_started", say="r1")]
+    closed = [
+        *started,
+        second("playback_finished", say="r1", interrupted=True),
+        second("wake", source="button"),
+    ]
+    assert check_contract(closed) == []
+
+
 def test_assert_sequence_and_absent() -> None:
     ev = EventFactory()
     stream = [ev("wake", source="sim"), ev("tap", source="sim"), ev("asleep", reason="tag")]

@@ -32,6 +32,17 @@ async def test_utterance_open_at_kill_is_closed_after_restart(runner: FaultRunne
     assert not await runner.verify(), runner.report.summary()
 
 
+async def test_reply_playing_at_kill_is_finished_after_restart(runner: FaultRunner) -> None:
+    await runner.start_daemon()
+    await runner.kill_cycle("mid_reply")
+    started = [ev for ev in runner.harness.events if ev.type == "playback_started"]
+    assert started
+    for ev in started:
+        finished = await runner.harness.wait_for("playback_finished", timeout=10, say=ev.say)
+        assert finished.interrupted and finished.boot > ev.boot
+    assert not await runner.verify(), runner.report.summary()
+
+
 @slow
 async def test_kill_many_times_in_a_row(runner: FaultRunner) -> None:
     await runner.start_daemon()
