@@ -35,7 +35,7 @@ def _context(
 def test_suite_lists_every_required_behaviour() -> None:
     required = {
         "wake_greeting", "goodbye_then_sleep", "goodbye_tag", "idle_sleep", "activity_blocks_sleep",
-        "activity_starts_during_goodbye", "stop_mid_reply", "streamed_reply", "typed_text",
+        "activity_starts_during_goodbye", "speech_behind_goodbye", "stop_mid_reply", "streamed_reply", "typed_text",
         "voice_transcript", "mumble_heard_poorly", "duplicate_command", "expired_command", "malformed_commands",
         "say_while_asleep", "restart_keeps_sleep_allowed", "asleep_hears_nothing", "contract",
     }  # fmt: skip

@@ -6,6 +6,7 @@ relies on. Each scenario starts from a reset device (asleep, sleep allowed) and 
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from agent_link.harness.client import new_id
@@ -127,6 +128,40 @@ async def activity_blocks_sleep(run: ScenarioRun) -> None:
         await h.wait_status(sleep_allowed=True, timeout=t)
         await h.sleep()
         await h.wait_for("asleep", t, reason="command")
+
+
+@scenario(
+    "speech_behind_goodbye",
+    "a reply queued behind a [sleep] goodbye is never played; with sleep_allowed false it plays after it",
+)
+async def speech_behind_goodbye(run: ScenarioRun) -> None:
+    h, t = run.h, run.timeout
+    await run.wake()
+    bye, late = new_id("bye"), new_id("late")
+    async with run.step("goodbye with [sleep], then another reply at once"):
+        await h.say("Good night! [sleep]", say_id=bye)
+        await h.say("This was sent too late to be heard.", say_id=late)
+    async with run.step("goodbye plays to its end → asleep(reason=tag)"):
+        await h.wait_for("playback_finished", 2 * t, say=bye, interrupted=False)
+        await h.wait_for("asleep", t, reason="tag")
+    async with run.step("the late reply: playback_finished(interrupted=true), never started"):
+        await h.wait_for("playback_finished", t, say=late, interrupted=True)
+        await asyncio.sleep(0.5)
+        started = [ev for ev in h.since() if ev.type == "playback_started" and ev.say == late]
+        assert not started, f"the late reply started: {started}"
+    await run.wake()
+    async with run.step("sleep_allowed false: the reply behind the goodbye plays after it"):
+        await h.sleep_allowed(False)
+        await h.wait_status(sleep_allowed=False, timeout=t)
+        bye, game = new_id("bye"), new_id("game")
+        await h.say("Good night! [sleep]", say_id=bye)
+        await h.say("Oh wait, let us finish the game first.", say_id=game)
+        await h.wait_for("sleep_ignored", 2 * t, via="tag", say=bye)
+        started = await h.wait_for("playback_started", 2 * t, say=game)
+        await h.wait_for("playback_finished", 2 * t, say=game, interrupted=False)
+        finished = next(ev for ev in h.since() if ev.type == "playback_finished" and ev.say == bye)
+        assert started.ts >= finished.ts, "the second reply started before the goodbye ended"
+    await run.reset()
 
 
 @scenario(
