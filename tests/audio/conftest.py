@@ -12,10 +12,9 @@ import numpy as np
 import pytest
 
 from audio.hearing_settings import HearingSettings
-from audio.portaudio import shared
 from audio.wav import FloatArray, load_audio, resample
 from audio.whisper_stt import WhisperTranscriber
-from tests.audio.fake_portaudio import FakePortAudio, Hardware
+from tests.audio.fake_portaudio import FakePortAudio, Hardware, shared_fake, usb_speaker
 from tests.scripts.loader import load_script
 
 HEARING_SPEECH_DIR = Path("/work/shared/data/speech")
@@ -107,21 +106,9 @@ def speaking_whisper() -> object:
 
 
 @pytest.fixture
-def speaking_fake_sd() -> object:
-    """A fake sounddevice module with one 48 kHz speaker ("Fake USB Speaker")."""
-    from tests.audio.speaking_fakes import FakeSoundDevice
-
-    return FakeSoundDevice(rate=48000)
-
-
-@pytest.fixture
 def fake_pa(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakePortAudio]:
-    """A fake PortAudio with a built-in mic and a speaker, installed as ``sounddevice``."""
-    fake = FakePortAudio(
-        [Hardware("Built-in Mic", inputs=2, rate=16000), Hardware("USB Speaker", outputs=2, rate=48000)]
-    )
+    """A fake PortAudio with a built-in mic and a 48 kHz "USB Speaker", installed as ``sounddevice``."""
+    fake = shared_fake([Hardware("Built-in Mic", inputs=2, rate=16000), usb_speaker()])
     monkeypatch.setitem(sys.modules, "sounddevice", fake)
-    shared(fake).min_interval_s = 0.0  # tests control the rate limit explicitly
-    shared(fake).hardware = fake.signature
     yield fake
     assert fake.streams_open_at_terminate == 0, "PortAudio was terminated under an open stream"

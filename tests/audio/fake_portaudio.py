@@ -7,7 +7,8 @@ opened, streams pull/push their callbacks in real time from their own thread and
 device is unplugged, and ``_terminate()`` kills every stream that is not closed (counted in
 ``streams_open_at_terminate``, which the ``fake_pa`` fixture checks stays 0). ``signature()`` stands
 in for ``/proc/asound/cards``: it changes whenever a device is plugged in or out. ``Hardware``
-models ALSA ``hw:`` devices too: fixed rates, all channels only, busy.
+models ALSA ``hw:`` devices too: fixed rates, all channels only, busy. Output streams report their
+device's ``latency`` and record every block with the unix time it is heard (``recorded()``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import numpy as np
 from audio.capture import SoundDeviceMicrophone
 from audio.hearing_settings import HearingSettings
 from audio.playback import PlaybackQueue, QueuedPiece
+from audio.portaudio import shared
 from audio.sinks import StreamTime
 from audio.stt import Transcription
 from audio.wav import FloatArray
@@ -49,6 +51,8 @@ class Hardware:
     """Opens only with all its channels (an ALSA ``hw:`` device), not fewer."""
     busy: bool = False
     """Held by another program (an ALSA ``hw:`` device opens once): listed, but will not open."""
+    latency: float = 0.01
+    """Output latency, s: a block is heard this long after its callback (``stream.latency``)."""
 
 
 class FakeStream:
@@ -88,9 +92,10 @@ class FakeStream:
         self.samplerate = float(samplerate)
         self.channels = channels
         self.blocksize = blocksize or int(samplerate // 100)
-        self.latency = 0.01
+        self.latency = hw.latency
         self.closed = self.killed = False
         self.recorded: list[tuple[float, np.ndarray]] = []
+        """Output: (unix time its first sample is heard, mono block) for every block played."""
         self._callback, self._finished = callback, finished_callback
         self._active = False
         self._state = threading.Lock()
@@ -124,8 +129,11 @@ class FakeStream:
             else:
                 out = np.zeros((self.blocksize, self.channels), np.float32)
                 self._callback(out, self.blocksize, StreamTime(now, now + self.latency), 0)
+                # Handed to the device when the callback returns, heard ``latency`` later.
                 self.recorded.append((time.time() + self.latency, out[:, 0].copy()))
             next_t += period
+            if self.kind == "output" and next_t < time.monotonic() - 0.2:
+                next_t = time.monotonic()  # far behind (machine stalled): the DAC underran, resync
             self._stop.wait(max(0.0, next_t - time.monotonic()))
 
     def _end(self) -> None:
@@ -227,9 +235,28 @@ class FakePortAudio:
     def names(self) -> list[str]:
         return [h.name for h in self.visible]
 
+    def recorded(self) -> list[tuple[float, np.ndarray]]:
+        """Every block played by every output stream, in the order it was heard."""
+        blocks = [b for s in self.streams if s.kind == "output" for b in s.recorded]
+        return sorted(blocks, key=lambda b: b[0])
+
+
+def shared_fake(hardware: list[Hardware]) -> FakePortAudio:
+    """A ``FakePortAudio`` whose shared ``PortAudio`` helper refreshes whenever its hardware changed
+    (no rate limit; ``signature()`` stands in for the sound cards)."""
+    fake = FakePortAudio(hardware)
+    shared(fake).min_interval_s = 0.0  # tests control the rate limit explicitly
+    shared(fake).hardware = fake.signature
+    return fake
+
 
 def usb_mic() -> Hardware:
     return Hardware("USB Mic", inputs=1, rate=16000)
+
+
+def usb_speaker(latency: float = 0.01) -> Hardware:
+    """A 48 kHz stereo USB speaker (a new one each call: a re-plugged device is a new ``Hardware``)."""
+    return Hardware("USB Speaker", outputs=2, rate=48000, latency=latency)
 
 
 def wait_until(pred: Callable[[], bool], timeout: float = 3.0) -> None:

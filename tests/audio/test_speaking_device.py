@@ -21,7 +21,16 @@ from audio.portaudio import shared
 from audio.sinks import OutputDeviceUnavailable
 from audio.sounddevice_sink import SoundDeviceSink
 from audio.wav import FloatArray
-from tests.audio.fake_portaudio import FakePortAudio, Hardware, NoSpeech, mic, tone_queue, usb_mic, wait_until
+from tests.audio.fake_portaudio import (
+    FakePortAudio,
+    Hardware,
+    NoSpeech,
+    mic,
+    tone_queue,
+    usb_mic,
+    usb_speaker,
+    wait_until,
+)
 
 
 # ---- the speaker ----------------------------------------------------------------------------------
@@ -40,11 +49,6 @@ def _open_sink(
     sink = SoundDeviceSink("USB Speaker", reopen_interval_s=0.05, backend=fake)
     sink.open(render, lambda ok, detail: reports.append((ok, detail)))
     return sink, reports
-
-
-def _played(fake: FakePortAudio) -> list[tuple[float, np.ndarray]]:
-    blocks = [b for s in fake.streams if s.kind == "output" for b in s.recorded]
-    return sorted(blocks, key=lambda b: b[0])
 
 
 def test_idle_speaker_gives_way_so_a_missing_microphone_is_found(fake_pa: FakePortAudio) -> None:
@@ -98,16 +102,16 @@ def test_speaker_waits_for_the_reply_to_finish_before_giving_way(fake_pa: FakePo
     queue, frames = tone_queue(48000, 0.6)
     sink, _ = _open_sink(fake_pa, lambda out, t0: queue.render(out))
     try:
-        wait_until(lambda: any(b.any() for _, b in _played(fake_pa)))  # the reply is playing
+        wait_until(lambda: any(b.any() for _, b in fake_pa.recorded()))  # the reply is playing
         with pytest.raises(MicrophoneUnavailable):
             mic("USB Mic").open(lambda block: None, lambda detail: None)
         time.sleep(0.3)
         assert fake_pa.terminate_times == []  # not while playing
         wait_until(lambda: len(fake_pa.terminate_times) == 1)
-        wait_until(lambda: len(_played(fake_pa)) > 0 and not queue.busy)
+        wait_until(lambda: len(fake_pa.recorded()) > 0 and not queue.busy)
     finally:
         sink.close()
-    played = _played(fake_pa)
+    played = fake_pa.recorded()
     audio = np.concatenate([b for _, b in played])
     tone = np.flatnonzero(audio == 0.5)
     assert len(tone) == frames  # the whole reply was heard...
@@ -122,7 +126,7 @@ def test_speaker_replugged_as_a_new_device_is_reopened_after_a_refresh(fake_pa: 
         fake_pa.unplug("USB Speaker")
         wait_until(lambda: any(not ok for ok, _ in reports))
         assert shared(fake_pa).open_streams == 0  # the dead stream was released
-        fake_pa.plug(Hardware("USB Speaker", outputs=2, rate=48000))
+        fake_pa.plug(usb_speaker())
         wait_until(lambda: any(ok for ok, _ in reports))
         assert len(fake_pa.terminate_times) >= 1  # only a refresh makes the new device openable
         newest = fake_pa.streams[-1]

@@ -23,6 +23,7 @@ from audio.speaker import Speaker
 from audio.speaking_settings import SpeakingSettings
 from audio.tts import VoiceNotFound
 from audio.wav import read_wav
+from tests.audio.fake_portaudio import FakePortAudio, usb_speaker
 
 TEXT = "Hello there, how are you today? I am fine, thank you. See you soon!"
 
@@ -176,10 +177,10 @@ async def test_streamed_chunks_sound_like_one_shot(
 
 
 async def test_stop_silences_output_fast_and_drops_queued_replies(
-    speaking_fake_sd: Any, speaking_voice: Any
+    fake_pa: FakePortAudio, speaking_voice: Any
 ) -> None:
     rec = Recorder()
-    sink = make_sink(SpeakingSettings(output_device="usb"), backend=speaking_fake_sd)
+    sink = make_sink(SpeakingSettings(output_device="usb"), backend=fake_pa)
     speaker = await _speaker(sink, rec)
     try:
         assert speaker.sample_rate == 48000
@@ -205,7 +206,7 @@ async def test_stop_silences_output_fast_and_drops_queued_replies(
         events = rec.of(say)
         assert [type(e) for e in events] == [PlaybackFinished] and events[0].interrupted  # type: ignore[union-attr]
     assert not after.interrupted
-    blocks = speaking_fake_sd.recorded()
+    blocks = fake_pa.recorded()
     after_started = next(e.ts for e in rec.of("after") if isinstance(e, PlaybackStarted))
     assert after_started > t_stop + 0.1
     loud_before = [b for t, b in blocks if t_stop - 0.3 < t < t_stop and np.abs(b).max() > 0.01]
@@ -224,9 +225,7 @@ async def test_a_hold_keeps_the_next_reply_silent_until_the_sleep_behind_it_is_d
 ) -> None:
     """A goodbye with a sleep behind it: with 150 ms of output latency the next reply's start used to
     sound before the goodbye's end was heard and the sleep's stop could reach the output."""
-    from tests.audio.speaking_fakes import FakeSoundDevice
-
-    fake_sd = FakeSoundDevice(rate=48000, latency=0.15)
+    fake = FakePortAudio([usb_speaker(latency=0.15)])
     rec = Recorder()
     decide: dict[str, Any] = {}
 
@@ -235,7 +234,7 @@ async def test_a_hold_keeps_the_next_reply_silent_until_the_sleep_behind_it_is_d
         if isinstance(event, PlaybackFinished) and event.say in decide:
             decide.pop(event.say)()
 
-    sink = make_sink(SpeakingSettings(output_device="usb"), backend=fake_sd)
+    sink = make_sink(SpeakingSettings(output_device="usb"), backend=fake)
     speaker = Speaker(SpeakingSettings(), sink, emit)
     await speaker.start()
     try:
@@ -257,22 +256,20 @@ async def test_a_hold_keeps_the_next_reply_silent_until_the_sleep_behind_it_is_d
     assert not bye.interrupted and nxt.interrupted
     assert [type(e) for e in rec.of("next")] == [PlaybackFinished]
     heard_after_bye = [
-        t for t, block in fake_sd.recorded() if bye.ts + 0.011 < t < a.ts - 1.0 and np.abs(block).max() > 1e-3
+        t for t, block in fake.recorded() if bye.ts + 0.011 < t < a.ts - 1.0 and np.abs(block).max() > 1e-3
     ]
     assert heard_after_bye == [], f"{len(heard_after_bye)} audible blocks after the goodbye"
     b_started = next(e for e in rec.of("b") if isinstance(e, PlaybackStarted))
     assert not a.interrupted and not b.interrupted and b_started.ts >= a.ts
 
 
-async def test_missing_output_device_is_a_clear_error(speaking_fake_sd: Any, speaking_voice: Any) -> None:
+async def test_missing_output_device_is_a_clear_error(fake_pa: FakePortAudio, speaking_voice: Any) -> None:
     rec = Recorder()
     with pytest.raises(OutputDeviceUnavailable) as err:
-        await _speaker(make_sink(SpeakingSettings(output_device="HDMI"), backend=speaking_fake_sd), rec)
-    assert "'HDMI'" in str(err.value) and "Fake USB Speaker" in str(err.value)
-    assert "Fake Mic" not in str(err.value)
-    speaker = await _speaker(
-        make_sink(SpeakingSettings(output_device="Fake USB Speaker"), backend=speaking_fake_sd), rec
-    )
+        await _speaker(make_sink(SpeakingSettings(output_device="HDMI"), backend=fake_pa), rec)
+    assert "'HDMI'" in str(err.value) and "USB Speaker" in str(err.value)
+    assert "Built-in Mic" not in str(err.value)
+    speaker = await _speaker(make_sink(SpeakingSettings(output_device="USB Speaker"), backend=fake_pa), rec)
     try:
         speaker.speak("x", "Okay.", final=True)
         assert not (await rec.finished("x")).interrupted
@@ -280,18 +277,18 @@ async def test_missing_output_device_is_a_clear_error(speaking_fake_sd: Any, spe
         await speaker.aclose()
 
 
-async def test_unplugged_device_is_reported_and_reopened(speaking_fake_sd: Any, speaking_voice: Any) -> None:
+async def test_unplugged_device_is_reported_and_reopened(fake_pa: FakePortAudio, speaking_voice: Any) -> None:
     rec = Recorder()
     settings = SpeakingSettings(reopen_interval_s=0.2)
-    speaker = await _speaker(make_sink(settings, backend=speaking_fake_sd), rec, reopen_interval_s=0.2)
+    speaker = await _speaker(make_sink(settings, backend=fake_pa), rec, reopen_interval_s=0.2)
     try:
         speaker.speak("r", "This sentence is cut off by the cable.", final=True)
         await rec.first(PlaybackStarted)
-        speaking_fake_sd.unplug()
+        fake_pa.unplug("USB Speaker")  # its stream dies
         problem = await rec.first(AudioDeviceProblem)
-        assert problem.direction == "output" and not problem.ok and "Fake USB Speaker" in problem.detail
+        assert problem.direction == "output" and not problem.ok and "USB Speaker" in problem.detail
         assert not (await rec.finished("r")).interrupted  # the reply still ends, on time
-        speaking_fake_sd.replug()
+        fake_pa.plug(usb_speaker())  # a new device: only a rescan makes it openable
         deadline = time.monotonic() + 5
         while not any(isinstance(e, AudioDeviceProblem) and e.ok for _, e in rec.events):
             assert time.monotonic() < deadline, "device not reopened"
@@ -300,8 +297,9 @@ async def test_unplugged_device_is_reported_and_reopened(speaking_fake_sd: Any, 
         await rec.finished("s")
     finally:
         await speaker.aclose()
-    assert len(speaking_fake_sd.streams) >= 2
-    assert any(np.abs(b).max() > 0.01 for _, b in speaking_fake_sd.streams[-1].recorded)
+    outputs = [s for s in fake_pa.streams if s.kind == "output"]
+    assert len(outputs) >= 2 and fake_pa.plugged(outputs[-1].hardware)
+    assert any(np.abs(b).max() > 0.01 for _, b in outputs[-1].recorded)
 
 
 async def test_bad_voice_is_a_clear_error_and_the_old_voice_stays(
@@ -346,11 +344,11 @@ async def test_aclose_finishes_open_replies(speaking_voice: Any) -> None:
     assert [(type(e), e.interrupted) for e in rec.of("next")] == [(PlaybackFinished, True)]  # type: ignore[union-attr]
 
 
-async def test_speaker_whose_start_failed_closes_replies_instead_of_hanging(speaking_fake_sd: Any) -> None:
+async def test_speaker_whose_start_failed_closes_replies_instead_of_hanging(fake_pa: FakePortAudio) -> None:
     rec = Recorder()
     speaker = Speaker(
         SpeakingSettings(output_device="HDMI"),
-        make_sink(SpeakingSettings(output_device="HDMI"), backend=speaking_fake_sd),
+        make_sink(SpeakingSettings(output_device="HDMI"), backend=fake_pa),
         rec,
     )
     with pytest.raises(OutputDeviceUnavailable):

@@ -16,7 +16,7 @@ from audio.sounddevice_sink import SoundDeviceSink
 from audio.speaker import Speaker
 from device.config import Config
 from device.state import Phase
-from tests.audio.speaking_fakes import FakeSoundDevice
+from tests.audio.fake_portaudio import shared_fake, usb_speaker
 from tests.broker import Mosquitto
 from tests.reliability.inprocess import RunningDaemon, sim_config, sim_mic
 
@@ -113,19 +113,17 @@ async def test_microphone_unplugged_and_replugged(
 async def test_speaker_unplugged_and_replugged(
     mosquitto: Mosquitto, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fake = FakeSoundDevice()
+    fake = shared_fake([usb_speaker()])
 
     def make_speaker(config: Config, state_dir: object, emit: Any) -> Speaker:
-        sink = SoundDeviceSink("Fake USB Speaker", reopen_interval_s=0.3, backend=fake)
+        sink = SoundDeviceSink("USB Speaker", reopen_interval_s=0.3, backend=fake)
         return Speaker(config.speaking, sink, emit)
 
     monkeypatch.setattr("device.runtime.make_speaker", make_speaker)
     config = sim_config(mosquitto.url, "rel-spk", tmp_path / "state")
     async with AgentHarness(mosquitto.url, device_id="rel-spk") as harness, RunningDaemon(config) as rt:
         await _awake(harness)
-        fake.unplug()
-        for stream in list(fake.streams):
-            stream.stop()  # the device vanished: its stream stops calling back
+        fake.unplug("USB Speaker")  # the device vanished: its stream dies
         for _ in range(50):
             if "output" in rt.state.faults:
                 break
@@ -134,7 +132,7 @@ async def test_speaker_unplugged_and_replugged(
         # Replies still run on the playback clock (audio dropped) and finish; commands still work.
         say = await harness.say("Nobody can hear me right now.")
         await harness.wait_for("playback_finished", timeout=30, say=say)
-        fake.replug()
+        fake.plug(usb_speaker())  # re-plugged as a new device: found after a device-list rescan
         for _ in range(50):
             if "output" not in rt.state.faults:
                 break
@@ -144,6 +142,7 @@ async def test_speaker_unplugged_and_replugged(
         await harness.wait_for("playback_finished", timeout=30, say=say, interrupted=False)
         assert rt.state.phase is not Phase.ASLEEP
         harness.assert_contract()
+    assert fake.streams_open_at_terminate == 0, "PortAudio was terminated under an open stream"
 
 
 def _mount_tmpfs(path: Path, size: str) -> bool:
