@@ -175,6 +175,12 @@ class WhisperTranscriber:
 
         m = self._model
         lang = self._language if m.model.is_multilingual else "en"
+        if not m.model.is_multilingual and not self._language.lower().startswith("en"):
+            _LOGGER.warning(
+                "Language %r requested, but the Whisper model is English-only: transcribing English "
+                "(set hearing.stt_model to a multilingual model)",
+                self._language,
+            )
         self._tokenizer = Tokenizer(m.hf_tokenizer, m.model.is_multilingual, task="transcribe", language=lang)
         if self._spelling is None:
             hf = m.hf_tokenizer

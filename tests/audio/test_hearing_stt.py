@@ -169,12 +169,18 @@ def test_first_syllable_not_cut_when_speech_starts_abruptly(
     assert text.startswith("potato"), text
 
 
-def test_set_language_keeps_english_model_english(hearing_settings: HearingSettings) -> None:
+def test_set_language_keeps_english_model_english(
+    hearing_settings: HearingSettings, caplog: pytest.LogCaptureFixture
+) -> None:
     t = WhisperTranscriber(hearing_settings)
     t.set_language("de")
     assert t.language == "de"  # not loaded yet: reports what was asked
     t.load()
     assert t.language == "en"  # tiny.en is English-only
+    assert "English-only" in caplog.text and "'de'" in caplog.text  # and the operator is told
+    caplog.clear()
+    t.set_language("en")
+    assert "English-only" not in caplog.text
 
 
 def test_repeated_digit_is_redone_on_the_full_window(
