@@ -217,6 +217,11 @@ class Speaker:
     async def set_language(self, language: str) -> None:
         """Switch to the voice configured for ``language`` (loaded once, kept warm)."""
         spec = self._settings.voices.get(language) or self._settings.voice
+        if language not in self._settings.voices and not language.lower().startswith("en"):
+            _LOGGER.warning(
+                "No voice configured for language %r (speaking.voices): the default voice speaks it",
+                language,
+            )
         self._voice = await asyncio.to_thread(self._load_voice, spec)
         self._language = language
         self._voice_spec = spec

@@ -303,7 +303,7 @@ async def test_unplugged_device_is_reported_and_reopened(fake_pa: FakePortAudio,
 
 
 async def test_bad_voice_is_a_clear_error_and_the_old_voice_stays(
-    tmp_path: Path, speaking_voice: Any
+    tmp_path: Path, speaking_voice: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     rec = Recorder()
     with pytest.raises(VoiceNotFound, match=r"nope\.onnx"):
@@ -329,6 +329,9 @@ async def test_bad_voice_is_a_clear_error_and_the_old_voice_stays(
         assert not (await rec.finished("v")).interrupted
         await speaker.set_voice("")
         assert speaker.voice_path == model
+        assert "No voice configured" not in caplog.text
+        await speaker.set_language("de")  # nothing configured for it: the default voice, and a warning
+        assert speaker.voice_path == model and "No voice configured for language 'de'" in caplog.text
     finally:
         await speaker.aclose()
 
