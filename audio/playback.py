@@ -140,13 +140,14 @@ class PlaybackQueue:
             self._items.append(_ReplyEnd(say, reply))
             return True
 
-    def hold_after(self, say: str) -> None:
+    def hold_after(self, say: str, *, now: bool = False) -> None:
         """Start nothing queued after reply ``say`` until ``release(say)`` or ``stop()``.
 
-        When ``say`` already finished at the output side, nothing new starts from now on.
+        When ``say`` already finished at the output side (or ``now``: it was dropped by a stop and
+        will never end here), nothing new starts from now on.
         """
         with self._lock:
-            (self._held_at if say in self._finished else self._holds).add(say)
+            (self._held_at if now or say in self._finished else self._holds).add(say)
 
     def release(self, say: str) -> None:
         """Drop the hold at the end of ``say``: what waited behind it plays."""

@@ -178,8 +178,11 @@ class Speaker:
                 self._schedule(now, PlaybackFinished(say=reply.say, interrupted=True, ts=now))
 
     def hold_after(self, say: str) -> None:
-        """Start no reply queued after ``say`` until ``release(say)`` or ``stop()`` (a sleep waits there)."""
-        self._queue.hold_after(say)
+        """Start no reply queued after ``say`` until ``release(say)`` or ``stop()`` (a sleep waits there).
+
+        A ``say`` this speaker already stopped holds at once: its end will never play.
+        """
+        self._queue.hold_after(say, now=say in self._stopped)
 
     def release(self, say: str) -> None:
         """Drop the hold at the end of ``say``: the replies behind it play."""

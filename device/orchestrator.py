@@ -92,6 +92,8 @@ def step(state: DeviceState, event: DeviceInput, rules: Rules = Rules()) -> tupl
     if new.awake:
         new = replace(new, phase=_awake_phase(new))
     before, after = hold_points(state), hold_points(new)
+    if StopSpeaking() in actions:
+        before = frozenset()  # a stop clears the speaker's holds: those still needed are set again
     actions.extend(HoldSpeech(say) for say in sorted(after - before))
     actions.extend(ReleaseSpeech(say) for say in sorted(before - after))
     return new, actions

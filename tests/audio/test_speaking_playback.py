@@ -134,6 +134,10 @@ def test_a_hold_is_cleared_by_stop_and_applies_at_once_after_a_finished_reply() 
     assert marks == [] and np.all(out == 0)
     q.stop()  # a stop drops what waited and every hold
     assert not q.holding
+    q.hold_after("b", now=True)  # b was dropped by the stop: its end never comes, hold at once
+    assert q.holding
+    q.release("b")
+    assert not q.holding
     q.hold_after("c")  # c never came: nothing is held
     q.push(_piece("d", 4, 10), q.generation)
     _, marks = _render(q)

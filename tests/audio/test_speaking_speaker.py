@@ -263,6 +263,24 @@ async def test_a_hold_keeps_the_next_reply_silent_until_the_sleep_behind_it_is_d
     assert not a.interrupted and not b.interrupted and b_started.ts >= a.ts
 
 
+async def test_a_hold_after_a_stopped_reply_holds_at_once(speaking_voice: Any) -> None:
+    rec = Recorder()
+    speaker = await _speaker(NullSink(), rec)
+    try:
+        speaker.speak("long", TEXT, final=True)
+        await rec.first(PlaybackStarted)
+        speaker.stop()
+        speaker.hold_after("long")  # the sleep still waits for it: what comes next must wait too
+        speaker.speak("next", "Wait for it.", final=True)
+        await rec.finished("long")
+        await asyncio.sleep(0.5)
+        assert rec.of("next") == []
+        speaker.release("long")
+        assert not (await rec.finished("next")).interrupted
+    finally:
+        await speaker.aclose()
+
+
 async def test_missing_output_device_is_a_clear_error(fake_pa: FakePortAudio, speaking_voice: Any) -> None:
     rec = Recorder()
     with pytest.raises(OutputDeviceUnavailable) as err:

@@ -355,7 +355,7 @@ def test_speech_behind_a_sleep_tag_is_held_and_dropped_when_the_device_sleeps() 
     assert _holds(run.say("late", "And one more thing.")) == []
     acts = run.play("bye")
     assert run.types(acts)[-1] == "asleep"
-    assert _holds(acts) == [StopSpeaking(), ReleaseSpeech("bye")]
+    assert _holds(acts) == [StopSpeaking()]  # the stop drops the late reply and every hold
 
 
 def test_speech_behind_an_ignored_sleep_is_released() -> None:
@@ -378,14 +378,26 @@ def test_a_sleep_command_holds_after_the_last_reply_queued_before_it() -> None:
     run.say("r3", "Three, said after the sleep.")
     assert _holds(run.play("r1")) == []
     acts = run.play("r2")
-    assert _holds(acts) == [StopSpeaking(), ReleaseSpeech("r2")] and not run.state.awake
+    assert _holds(acts) == [StopSpeaking()] and not run.state.awake
+
+
+def test_a_stop_while_a_sleep_waits_sets_the_hold_again() -> None:
+    """A stop clears the speaker's holds; a reply sent after it must not sound before the sleep."""
+    run = Run()
+    run.wake()
+    run.say("r1", "A long story.")
+    run.cmd(SleepCommand(id="s1"))
+    assert _holds(run.cmd(StopCommand(id="x"))) == [StopSpeaking(), HoldSpeech("r1")]
+    run.say("late", "Sent after the stop.")
+    acts = run.feed(PlaybackFinished("r1", True, run.t()))
+    assert run.types(acts)[-1] == "asleep" and _holds(acts) == [StopSpeaking()]
 
 
 def test_a_stopped_goodbye_releases_its_hold() -> None:
     run = Run()
     run.wake()
     run.say("bye", "Bye [sleep]")
-    assert _holds(run.cmd(StopCommand(id="x"))) == [StopSpeaking()]
+    assert _holds(run.cmd(StopCommand(id="x"))) == [StopSpeaking(), HoldSpeech("bye")]
     acts = run.feed(PlaybackFinished("bye", True, run.t()))
     assert _holds(acts) == [ReleaseSpeech("bye")] and run.state.awake
 
