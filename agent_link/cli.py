@@ -8,8 +8,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from agent_link.messages import decode_command
-from agent_link.outbox import Outbox
+from agent_link.link.outbox import Outbox
+from agent_link.protocol.messages import decode_command
 
 DEFAULT_DOCS = Path(__file__).resolve().parent.parent / "docs"
 
@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction)
 
 
 def _schema(args: argparse.Namespace) -> int:
-    from agent_link.schema import stale_docs, write_docs  # needs PyYAML: imported only here
+    from agent_link.protocol.schema import stale_docs, write_docs  # needs PyYAML: imported only here
 
     docs: Path = args.docs
     if args.check:

@@ -14,14 +14,14 @@ from device import __version__
 _LOGGER = logging.getLogger(__name__)
 
 PART_COMMANDS = (
-    "audio.cli_hearing",
-    "audio.cli_speaking",
+    "audio.tools.cli_hearing",
+    "audio.tools.cli_speaking",
     "face.cli",
     "device.cli_hw",
     "agent_link.cli",
     "agent_link.harness.cli",
-    "agent_link.demo_launcher",
-    "agent_link.fleet_cli",
+    "agent_link.harness.demo_launcher",
+    "agent_link.harness.fleet.cli",
 )
 """Modules with ``register(sub, bench)`` adding their subcommands."""
 
@@ -84,10 +84,10 @@ def _toml_literal(raw: str) -> object:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from agent_link.link_settings import LinkConfigError
+    from agent_link.link.settings import LinkConfigError
     from device.config import Config, ConfigError
     from device.persistence import StateDirUnusable
-    from device.runtime import Runtime
+    from device.shell.runtime import Runtime
 
     config = config_from_args(args)
     assert isinstance(config, Config)

@@ -11,9 +11,9 @@ import logging
 import time
 from typing import Any
 
-from device.button import ButtonPress, ButtonUnavailable, action_for, make_button
-from device.button_settings import ButtonSettings
-from device.doctor_result import CheckResult, exit_code, render
+from device.buttons.choice import ButtonPress, ButtonUnavailable, action_for, make_button
+from device.buttons.settings import ButtonSettings
+from device.doctor.result import CheckResult, exit_code, render
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ def _load(args: argparse.Namespace) -> Any:
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from device.doctor import check_config
+    from device.doctor.checks import check_config
 
     try:
         config = _load(args)

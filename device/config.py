@@ -1,6 +1,6 @@
 """Configuration: one TOML file, one frozen dataclass per part, clear errors that name the key.
 
-Each part owns its settings dataclass (``audio.hearing_settings.HearingSettings`` ...); this module
+Each part owns its settings dataclass (``audio.hearing.settings.HearingSettings`` ...); this module
 composes them, reads ``[section]`` tables from TOML, checks every key and type, has each part check its
 values (``__post_init__`` or ``validate()``, raising ValueError that names the key), and applies the CLI
 overrides operators and tests rely on (``--broker``, ``--device-id``, ``--state-dir``, ``--simulate``).
@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_link.link_settings import LinkSettings
-from audio.hearing_settings import HearingSettings
+from agent_link.link.settings import LinkSettings
+from audio.hearing.settings import HearingSettings
 from audio.settings_checks import Check, raise_first_failed
-from audio.speaking_settings import SpeakingSettings
-from device.button_settings import ButtonSettings
+from audio.speaking.settings import SpeakingSettings
+from device.buttons.settings import ButtonSettings
 from face.settings import FaceSettings
 
 

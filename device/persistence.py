@@ -13,7 +13,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from device.state import Settings
+from device.core.state import Settings
 
 _LOGGER = logging.getLogger(__name__)
 

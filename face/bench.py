@@ -9,7 +9,7 @@ import random
 import time
 from collections.abc import Callable
 
-from audio.events import Viseme, VisemeCue
+from face.mouth_cues import Cue
 
 from .controller import FaceController
 from .model import FaceModel
@@ -29,7 +29,7 @@ CHROMIUM_ARGS = [
     "--disable-quic",
 ]
 
-_VISEMES: tuple[Viseme, ...] = ("aa", "ee", "oo", "mbp", "fv", "l", "s", "rest")
+_VISEMES: tuple[str, ...] = ("aa", "ee", "oo", "mbp", "fv", "l", "s", "rest")
 
 
 def busy_script(model: FaceModel, frame: int) -> None:
@@ -40,7 +40,7 @@ def busy_script(model: FaceModel, frame: int) -> None:
     if frame % 45 == 0:
         model.set_expression(EMOTIONS[(frame // 45) % len(EMOTIONS)])
     if frame % 60 == 0:
-        cues = [VisemeCue(i * 0.08, (i + 1) * 0.08, _VISEMES[i % len(_VISEMES)]) for i in range(25)]
+        cues = [Cue(i * 0.08, (i + 1) * 0.08, _VISEMES[i % len(_VISEMES)]) for i in range(25)]
         model.play_visemes(cues)
 
 

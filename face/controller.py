@@ -8,7 +8,7 @@ import random
 import time
 from collections.abc import Sequence
 
-from audio.events import VisemeCue
+from face.mouth_cues import MouthCue
 
 from .model import FaceModel
 from .params import FaceParams
@@ -59,7 +59,7 @@ class FaceController:
         """React to the user starting to speak (a quick perk-up)."""
         self._model.notice()
 
-    def play_visemes(self, cues: Sequence[VisemeCue], start_ts: float) -> None:
+    def play_visemes(self, cues: Sequence[MouthCue], start_ts: float) -> None:
         """Move the mouth along ``cues``; ``start_ts`` is the unix time of the sentence's first sample."""
         self._model.play_visemes(cues, delay=start_ts - time.time())
 

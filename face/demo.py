@@ -6,7 +6,7 @@ import asyncio
 import random
 import time
 
-from audio.events import VisemeCue
+from face.mouth_cues import Cue
 
 from .controller import FaceController
 from .state import EMOTIONS, FaceState
@@ -32,7 +32,7 @@ async def tour(controller: FaceController, step_s: float = 2.5, rng: random.Rand
             cues, t = [], 0.0
             for _ in range(int(step_s / 0.11)):
                 d = rng.uniform(0.06, 0.16)
-                cues.append(VisemeCue(t, t + d, rng.choice(_SAYING)))  # type: ignore[arg-type]
+                cues.append(Cue(t, t + d, rng.choice(_SAYING)))
                 t += d
             controller.play_visemes(cues, time.time())
             await asyncio.sleep(step_s)

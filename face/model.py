@@ -7,7 +7,7 @@ import math
 import random
 from collections.abc import Sequence
 
-from audio.events import VisemeCue
+from face.mouth_cues import MouthCue
 
 from .life import Blinker, Saccades, approach, smoothstep
 from .params import NUMERIC_FIELDS, FaceParams, hex_to_rgb
@@ -85,7 +85,7 @@ class FaceModel:
         self._notice_t = 0.0
         self._saccades.look_at(0.0, 0.0)
 
-    def play_visemes(self, cues: Sequence[VisemeCue], delay: float = 0.0) -> None:
+    def play_visemes(self, cues: Sequence[MouthCue], delay: float = 0.0) -> None:
         """Schedule a mouth timeline starting ``delay`` seconds from now (negative: already running)."""
         start = self._clock + delay
         new = sorted((start + c.start, start + c.end, str(c.viseme)) for c in cues if c.end > c.start)

@@ -151,7 +151,7 @@ VISEME_SHAPES: dict[str, tuple[float, float, float]] = {
     "l": (0.45, 0.55, 0.1),
     "s": (0.15, 0.7, 0.0),
 }
-"""Mouth (open, width, round) for each viseme of ``audio.events.Viseme``."""
+"""Mouth (open, width, round) for each viseme (the vocabulary ``audio.events.Viseme``; the face keys on these names)."""
 
 CLAMPED_01: tuple[str, ...] = (
     "lid_l_top",

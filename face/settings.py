@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from audio.settings_checks import Check, raise_first_failed
 from face.params import hex_to_rgb
 from face.state import EMOTIONS
+
+Check = tuple[str, bool, str]
+"""``(field, whether its value is fine, the rule it breaks)``, as in the other parts' settings."""
 
 RENDERERS: tuple[str, ...] = ("terminal", "browser", "pygame", "none")
 """Valid values of ``FaceSettings.renderer`` (``face.renderers.choice`` builds each; case-insensitive)."""
@@ -138,7 +140,9 @@ class FaceSettings:
             ("expression_blend_s", self.expression_blend_s >= 0, "must be >= 0"),
             ("expression_hold_s", self.expression_hold_s >= 0, "must be >= 0"),
         )
-        raise_first_failed("face", self, checks)
+        for key, ok, rule in checks:
+            if not ok:
+                raise ValueError(f"face.{key}: {rule}, got {getattr(self, key)!r}")
         unknown = {
             alias: emotion for alias, emotion in self.aliases.items() if emotion.lower() not in EMOTIONS
         }

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
-from audio.events import VisemeCue
+from face.mouth_cues import Cue
 
 from .model import FaceModel
 from .params import FaceParams
@@ -32,7 +32,7 @@ def still_params(
     if viseme is not None:
         if viseme not in VISEME_SHAPES:
             raise ValueError(f"unknown viseme {viseme!r}; expected one of {', '.join(VISEME_SHAPES)}")
-        model.play_visemes([VisemeCue(0.0, settle_s + 10.0, viseme)])  # type: ignore[arg-type]
+        model.play_visemes([Cue(0.0, settle_s + 10.0, viseme)])
     dt = 1.0 / 30.0
     params = model.update(0.0)
     for _ in range(round(settle_s / dt)):

@@ -11,7 +11,7 @@ space = Apollo radio voices, town = road-sign clips with people, seasonal, milit
 
 Writes OUT_DIR/<group>/<category>_<name>.wav and OUT_DIR/manifest.tsv (relpath, transcript = empty,
 kind = nonspeech, source, license), in the same format as ``build_real_speech_sets.py``, so
-``robot-face eval confidence OUT_DIR`` and ``python -m audio.eval_confidence`` read it. Groups
+``robot-face eval confidence OUT_DIR`` and ``python -m audio.tools.eval_confidence`` read it. Groups
 (``crossval`` holds each out in turn): tux_animals, tux_home (household objects, food), tux_other
 (music instruments, weather, vehicles).
 

@@ -24,7 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from audio.wav import FloatArray, load_audio, write_wav
+from audio.edges.wav import FloatArray, load_audio, write_wav
 
 RATE = 16000
 SENTENCES = (
@@ -105,7 +105,7 @@ def synth_piper(text: str, length_scale: float, noise: bool = True) -> FloatArra
         config = SynthesisConfig(length_scale=length_scale, noise_scale=0.0, noise_w_scale=0.0)
     chunks = list(_PIPER["joe"].synthesize(text, config))
     audio = np.concatenate([c.audio_float_array for c in chunks]).astype(np.float32)
-    from audio.wav import resample
+    from audio.edges.wav import resample
 
     return resample(audio, chunks[0].sample_rate, RATE)
 
@@ -192,7 +192,7 @@ def degrade(speech: FloatArray, cond: str, rng: np.random.Generator) -> FloatArr
     """
     speech = speech / (np.abs(speech).max() + 1e-9) * 10 ** (rng.uniform(-9, -3) / 20)
     if cond == "tight":
-        from audio.wav import resample
+        from audio.edges.wav import resample
 
         clip = trim(speech)
         narrow = resample(resample(clip, RATE, 8000), 8000, RATE)[: len(clip)]
@@ -210,7 +210,7 @@ def degrade(speech: FloatArray, cond: str, rng: np.random.Generator) -> FloatArr
         noise = room_noise(len(clip), rng, "pink") * rms(speech) / 10 ** (rng.uniform(20, 35) / 20)
         return np.clip(clip + noise, -1, 1).astype(np.float32)
     if cond == "phone":  # 8 kHz recording like FSDD, any level
-        from audio.wav import resample
+        from audio.edges.wav import resample
 
         narrow = resample(resample(clip, RATE, 8000), 8000, RATE)[: len(clip)]
         clip = np.pad(narrow, (0, len(clip) - len(narrow))) * 10 ** (rng.uniform(-20, 0) / 20)

@@ -33,7 +33,7 @@ from agent_link.harness.matching import (
     matches,
 )
 from agent_link.harness.records import BadMessage, HarnessTimeout, SentMessage, new_id
-from agent_link.messages import (
+from agent_link.protocol.messages import (
     Command,
     ConfigCommand,
     Event,
@@ -46,7 +46,7 @@ from agent_link.messages import (
     decode_event,
     decode_status,
 )
-from agent_link.topics import Topics
+from agent_link.protocol.topics import Topics
 from device.config import DEFAULT_DEVICE_ID
 
 _LOGGER = logging.getLogger(__name__)

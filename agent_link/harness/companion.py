@@ -28,7 +28,7 @@ from agent_link.harness.brain import (
 from agent_link.harness.client import AgentHarness, BadMessage
 from agent_link.harness.companion_settings import CompanionSettings
 from agent_link.harness.matching import describe
-from agent_link.messages import StatusMessage
+from agent_link.protocol.messages import StatusMessage
 
 _LOGGER = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from agent_link.harness.client import AgentHarness, BadMessage
 from agent_link.harness.matching import describe
-from agent_link.messages import StatusMessage
+from agent_link.protocol.messages import StatusMessage
 
 _LOGGER = logging.getLogger(__name__)
 

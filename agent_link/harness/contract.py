@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agent_link.harness.matching import describe
-from agent_link.messages import Event
+from agent_link.protocol.messages import Event
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from agent_link.harness.companion import CompanionAgent, make_brain
 from agent_link.harness.companion_settings import CompanionSettings
 from agent_link.harness.matching import describe
 from agent_link.harness.user_voice import UserVoice
-from agent_link.messages import SpeechEndedEvent, StatusMessage
+from agent_link.protocol.messages import SpeechEndedEvent, StatusMessage
 
 
 @dataclass(frozen=True)

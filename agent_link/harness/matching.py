@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from agent_link.messages import Event
+from agent_link.protocol.messages import Event
 
 EventPredicate = Callable[[Event], bool]
 EventSpec = str | EventPredicate | tuple[str, dict[str, Any]]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from agent_link.messages import Command
+from agent_link.protocol.messages import Command
 
 
 class HarnessTimeout(AssertionError):

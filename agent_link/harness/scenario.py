@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
 from agent_link.harness.client import AgentHarness
-from agent_link.messages import Event
+from agent_link.protocol.messages import Event
 
 _LOGGER = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from audio.wav import FloatArray, encode_wav, resample
+from audio.edges.wav import FloatArray, encode_wav, resample
 
 _LOGGER = logging.getLogger(__name__)
 RATE = 16000

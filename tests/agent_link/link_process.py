@@ -8,10 +8,10 @@ import logging
 import os
 import sys
 
-from agent_link.link import MqttLink
-from agent_link.link_settings import LinkSettings
-from agent_link.messages import StatusMessage
-from agent_link.outbox import Outbox
+from agent_link.link.mqtt_link import MqttLink
+from agent_link.link.outbox import Outbox
+from agent_link.link.settings import LinkSettings
+from agent_link.protocol.messages import StatusMessage
 
 
 async def _main(args: argparse.Namespace) -> None:

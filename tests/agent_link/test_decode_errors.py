@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_link.messages import (
+from agent_link.protocol.messages import (
     MAX_PAYLOAD_BYTES,
     ConfigCommand,
     ProtocolError,

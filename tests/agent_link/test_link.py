@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from agent_link.link import MqttLink, backoff_delay
-from agent_link.link_settings import LinkConfigError, LinkSettings
-from agent_link.messages import StatusMessage, decode_command
-from agent_link.outbox import Outbox
-from agent_link.topics import Topics
+from agent_link.link.mqtt_link import MqttLink, backoff_delay
+from agent_link.link.outbox import Outbox
+from agent_link.link.settings import LinkConfigError, LinkSettings
+from agent_link.protocol.messages import StatusMessage, decode_command
+from agent_link.protocol.topics import Topics
 from tests.agent_link.agent_client import agent, read_retained
 from tests.broker import Mosquitto
 

@@ -10,8 +10,8 @@ import jsonschema
 import pytest
 import yaml
 
-from agent_link import messages
-from agent_link.messages import (
+from agent_link.protocol import messages
+from agent_link.protocol.messages import (
     COMMAND_TYPES,
     EVENT_TYPES,
     AgentStatus,
@@ -27,13 +27,13 @@ from agent_link.messages import (
     decode_status,
     make_event,
 )
-from agent_link.schema import asyncapi_document, json_schema, message_classes, stale_docs
+from agent_link.protocol.schema import asyncapi_document, json_schema, message_classes, stale_docs
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def _discovered() -> list[type[Message]]:
-    """Every concrete (leaf) message class in agent_link.messages, found by walking the module."""
+    """Every concrete (leaf) message class in agent_link.protocol.messages, found by walking the module."""
     found = []
     for obj in vars(messages).values():
         if inspect.isclass(obj) and issubclass(obj, Message) and not obj.__subclasses__():

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from agent_link.command_ids import CommandIdStore
-from agent_link.gate import CommandGate, Rejection
-from agent_link.messages import ProtocolError, SayCommand, decode_event
-from agent_link.outbox import Outbox, OutboxError
+from agent_link.link.command_ids import CommandIdStore
+from agent_link.link.gate import CommandGate, Rejection
+from agent_link.link.outbox import Outbox, OutboxError
+from agent_link.protocol.messages import ProtocolError, SayCommand, decode_event
 
 
 def _say(cid: str, **extra: object) -> bytes:

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from audio.hearing_settings import HearingSettings
-from audio.wav import FloatArray, load_audio, resample
-from audio.whisper_stt import WhisperTranscriber
+from audio.edges.wav import FloatArray, load_audio, resample
+from audio.hearing.settings import HearingSettings
+from audio.hearing.whisper_stt import WhisperTranscriber
 from tests.audio.fake_portaudio import FakePortAudio, Hardware, shared_fake, usb_speaker
 from tests.scripts.loader import load_script
 
@@ -89,8 +89,8 @@ def hearing_room(clip: FloatArray, rt60: float, drr_db: float, seed: int = 1) ->
 @pytest.fixture(scope="session")
 def speaking_voice() -> object:
     """The packaged joe voice, loaded and warmed once per session (shared with every Speaker)."""
-    from audio.speaking_settings import SpeakingSettings
-    from audio.tts import load_voice
+    from audio.speaking.settings import SpeakingSettings
+    from audio.speaking.tts import load_voice
 
     return load_voice("", threads=SpeakingSettings().tts_threads)
 

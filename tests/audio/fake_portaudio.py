@@ -22,13 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from audio.capture import SoundDeviceMicrophone
-from audio.hearing_settings import HearingSettings
-from audio.playback import PlaybackQueue, QueuedPiece
-from audio.portaudio import shared
-from audio.sinks import StreamTime
-from audio.stt import Transcription
-from audio.wav import FloatArray
+from audio.edges.capture import SoundDeviceMicrophone
+from audio.edges.portaudio import shared
+from audio.edges.sinks import StreamTime
+from audio.edges.wav import FloatArray
+from audio.hearing.settings import HearingSettings
+from audio.hearing.stt import Transcription
+from audio.speaking.playback import PlaybackQueue, QueuedPiece
 
 
 class FakePortAudioError(Exception):

@@ -7,9 +7,9 @@ import time
 import numpy as np
 import pytest
 
-from audio.capture import FileSource, MicrophoneUnavailable, SimulatedMicrophone, SoundDeviceMicrophone
-from audio.hearing_settings import HearingSettings
-from audio.wav import FloatArray
+from audio.edges.capture import FileSource, MicrophoneUnavailable, SimulatedMicrophone, SoundDeviceMicrophone
+from audio.edges.wav import FloatArray
+from audio.hearing.settings import HearingSettings
 
 
 def test_missing_device_names_it_and_lists_inputs() -> None:

@@ -1,4 +1,4 @@
-"""``transcribe --json`` and ``eval confidence`` through ``audio.cli_hearing.register``."""
+"""``transcribe --json`` and ``eval confidence`` through ``audio.tools.cli_hearing.register``."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from audio import cli_hearing
-from audio.hearing_settings import HearingSettings
+from audio.hearing.settings import HearingSettings
+from audio.tools import cli_hearing
 from tests.audio.conftest import HEARING_SPEECH_DIR
 
 JFK = "And so my fellow Americans, ask not what your country can do for you, ask what you can do for your country."
@@ -113,7 +113,7 @@ def test_eval_with_an_unusable_manifest_says_why(tmp_path: Path, capsys: pytest.
 
 
 def test_manifest_columns_and_kinds_are_read_leniently(tmp_path: Path) -> None:
-    from audio.eval_confidence import read_manifest
+    from audio.tools.eval_confidence import read_manifest
 
     (tmp_path / "manifest.tsv").write_bytes(
         "\ufeffRelPath \tTranscript\tKind\r\n"
@@ -133,9 +133,9 @@ def test_manifest_columns_and_kinds_are_read_leniently(tmp_path: Path) -> None:
 def test_fit_writes_both_calibrations_from_one_decode(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from audio.confidence import CROSS_FEATURE_NAMES, FEATURE_NAMES
-    from audio.eval_confidence import fit_calibration, rows_from_jsonl
-    from audio.eval_confidence import main as eval_main
+    from audio.hearing.confidence import CROSS_FEATURE_NAMES, FEATURE_NAMES
+    from audio.tools.eval_confidence import fit_calibration, rows_from_jsonl
+    from audio.tools.eval_confidence import main as eval_main
 
     data = tmp_path / "set"
     make_set(

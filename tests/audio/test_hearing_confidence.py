@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from audio.confidence import (
+from audio.hearing.confidence import (
     CALIBRATION_PATH,
     CROSS_FEATURE_NAMES,
     FEATURE_NAMES,
@@ -23,8 +23,8 @@ from audio.confidence import (
     score,
     text_key,
 )
-from audio.eval_confidence import auroc, ece
-from audio.wer import normalise_for_wer, word_errors
+from audio.hearing.wer import normalise_for_wer, word_errors
+from audio.tools.eval_confidence import auroc, ece
 
 
 def features(**over: object) -> ConfidenceFeatures:
@@ -138,7 +138,7 @@ def test_wer_contractions_initialisms_and_compounds() -> None:
 
 
 def test_nbest_helpers() -> None:
-    from audio.transcript_checks import one_copy, unlooped, word_agreement
+    from audio.hearing.transcript_checks import one_copy, unlooped, word_agreement
 
     assert one_copy("bye bye bye") == "bye" and one_copy("bye now") == "bye now"
     assert unlooped([5, 6, 5, 6, 5, 6, 99, 100], eot=99) == [5, 6]  # one copy, no end token
@@ -149,8 +149,8 @@ def test_nbest_helpers() -> None:
 
 
 def test_keep_segments_drops_invented_and_repeated_text() -> None:
-    from audio.confidence_signals import StepStats
-    from audio.transcript_checks import keep_segments
+    from audio.hearing.confidence_signals import StepStats
+    from audio.hearing.transcript_checks import keep_segments
 
     ts, eot = 1000, 999  # timestamp ids start at 1000 (0.02 s each); 999 ends the text
 
@@ -207,7 +207,7 @@ def test_metrics() -> None:
 
 
 def test_step_stats_margin_and_entropy() -> None:
-    from audio.confidence_signals import step_stats
+    from audio.hearing.confidence_signals import step_stats
 
     logits = [[2.0, 0.0, 0.0], [0.0, 0.0, float("-inf")]]
     stats = step_stats(logits, [0, 1])
@@ -220,8 +220,8 @@ def test_step_stats_margin_and_entropy() -> None:
 
 
 def test_word_probability_in_any_spelling() -> None:
-    from audio.confidence_signals import SpellingKeys, step_stats
-    from audio.wer import normalise_for_wer
+    from audio.hearing.confidence_signals import SpellingKeys, step_stats
+    from audio.hearing.wer import normalise_for_wer
 
     vocab = ["9", " nine", " Nine", " bye", " Bye.", ".", " ", "<|endoftext|>"]
     spelling = SpellingKeys.build(
@@ -244,7 +244,7 @@ def test_word_probability_in_any_spelling() -> None:
 
 
 def test_nbest_stats_and_when_the_beam_wins() -> None:
-    from audio.transcript_checks import Hypothesis, beam_wins, nbest_stats
+    from audio.hearing.transcript_checks import Hypothesis, beam_wins, nbest_stats
 
     def hyp(text: str, score: float) -> Hypothesis:
         return Hypothesis([], text, score, 2, False)
@@ -269,7 +269,7 @@ def test_nbest_stats_and_when_the_beam_wins() -> None:
 
 
 def test_stopped_early() -> None:
-    from audio.transcript_checks import stopped_early
+    from audio.hearing.transcript_checks import stopped_early
 
     greedy = "Press 1 to list users. Press 2 to kick all users. Press 3 to mute them."
     assert stopped_early("Press one to list users.", greedy, 15.0)  # numbers spelled either way
@@ -279,7 +279,7 @@ def test_stopped_early() -> None:
 
 
 def test_reads_on() -> None:
-    from audio.transcript_checks import reads_on
+    from audio.hearing.transcript_checks import reads_on
 
     short = "Press 1 to mute. 7 or 9 to change your volume."
     assert reads_on(short, "Press one to mute. Seven or nine to change your volume. Or eight to exit.")
@@ -293,7 +293,7 @@ def test_reads_on() -> None:
 
 
 def test_unfinished_at() -> None:
-    from audio.transcript_checks import unfinished_at
+    from audio.hearing.transcript_checks import unfinished_at
 
     ts = 1000  # first timestamp id; text ids below it
 
@@ -318,7 +318,7 @@ def test_rivals_in_the_nbest_lower_the_score() -> None:
 
 
 def test_report_breaks_down_by_folder() -> None:
-    from audio.eval_confidence import ClipRow, report
+    from audio.tools.eval_confidence import ClipRow, report
 
     def row(folder: str, text: str, conf: float) -> ClipRow:
         return ClipRow(f"{folder}/x.wav", "yes", "speech", "", text, conf, word_errors("yes", text), 1, None)
@@ -332,7 +332,7 @@ def test_report_breaks_down_by_folder() -> None:
 
 
 def test_cross_validation_holds_out_each_source() -> None:
-    from audio.eval_confidence import ClipRow, cross_validate
+    from audio.tools.eval_confidence import ClipRow, cross_validate
 
     rng = np.random.default_rng(0)
 
@@ -351,7 +351,7 @@ def test_cross_validation_holds_out_each_source() -> None:
 
 
 def test_cross_validation_uses_the_cross_check_when_rows_have_it() -> None:
-    from audio.eval_confidence import ClipRow, cross_validate, fit_calibrations
+    from audio.tools.eval_confidence import ClipRow, cross_validate, fit_calibrations
 
     rng = np.random.default_rng(1)
 

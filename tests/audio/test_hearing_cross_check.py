@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from audio import fetch_models
-from audio.cross_check import (
+from audio.edges.wav import FloatArray
+from audio.hearing.cross_check import (
     MODEL_FILES,
     MoonshineRecogniser,
     agreement,
@@ -21,10 +21,10 @@ from audio.cross_check import (
     missing_files,
     resolve_model_dir,
 )
-from audio.hearing_settings import HearingSettings
-from audio.stt_clip import load_clip
-from audio.wav import FloatArray
-from audio.whisper_stt import WhisperTranscriber
+from audio.hearing.settings import HearingSettings
+from audio.hearing.whisper_stt import WhisperTranscriber
+from audio.tools import fetch_models
+from audio.tools.stt_clip import load_clip
 from tests.audio.conftest import HEARING_SPEECH_DIR, hearing_noise, hearing_silence
 
 
@@ -81,7 +81,7 @@ def test_transcripts_carry_the_cross_check_and_off_turns_it_off(
     assert plain.text == checked.text and plain.features is not None
     assert not plain.features.cross_checked and plain.confidence >= 0.4
     # Everything but the cross_* features is the same decode (the "off" calibration is fitted on
-    # the checked decode with those left out: audio.eval_confidence fit).
+    # the checked decode with those left out: audio.tools.eval_confidence fit).
     cross = {"cross_checked", *(f"cross_{k}" for k in ("word_disagreement", "exact", "char_similarity"))}
     mine = {k: v for k, v in checked.features.as_dict().items() if k not in cross}
     assert mine == {k: v for k, v in plain.features.as_dict().items() if k not in cross}

@@ -1,4 +1,4 @@
-"""The measured echo tail (audio.echo_tail.EchoTail) on synthetic level sequences: 20 ms blocks at
+"""The measured echo tail (audio.hearing.echo_tail.EchoTail) on synthetic level sequences: 20 ms blocks at
 16 kHz, levels in dBFS, over a room whose noise floor (the VAD's, in the Listener) is -65 dBFS
 unless a test says otherwise."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from audio.echo_tail import EchoTail
+from audio.hearing.echo_tail import EchoTail
 
 RATE = 16000
 BLOCK = 320  # 20 ms

@@ -10,7 +10,8 @@ from typing import TypeVar
 import numpy as np
 import pytest
 
-from audio.capture import SimulatedMicrophone
+from audio.edges.capture import SimulatedMicrophone
+from audio.edges.wav import FloatArray, encode_wav
 from audio.events import (
     AudioDeviceProblem,
     AudioEvent,
@@ -19,12 +20,11 @@ from audio.events import (
     Transcribed,
     UtteranceFailed,
 )
-from audio.hearing_settings import HearingSettings
-from audio.listener import Listener
-from audio.stt import Transcription
-from audio.wav import FloatArray, encode_wav
-from audio.wer import word_errors
-from audio.whisper_stt import WhisperTranscriber
+from audio.hearing.listener import Listener
+from audio.hearing.settings import HearingSettings
+from audio.hearing.stt import Transcription
+from audio.hearing.wer import word_errors
+from audio.hearing.whisper_stt import WhisperTranscriber
 from tests.audio.conftest import hearing_room
 
 SPEED = 4.0  # the simulated microphone runs 4x real time to keep the suite short

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from aiohttp import web
 
-from audio.hearing_settings import HearingSettings
-from audio.stt import make_transcriber
-from audio.stt_openai import OpenAITranscriber, confidence_from_response
-from audio.wav import decode_wav
+from audio.edges.wav import decode_wav
+from audio.hearing.settings import HearingSettings
+from audio.hearing.stt import make_transcriber
+from audio.hearing.stt_openai import OpenAITranscriber, confidence_from_response
 
 
 @pytest.fixture

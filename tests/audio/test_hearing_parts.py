@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from audio.stt import Transcription
-from audio.utterance_parts import join_transcriptions
+from audio.hearing.stt import Transcription
+from audio.hearing.utterance_parts import join_transcriptions
 
 
 def part(text: str, confidence: float, audio_ms: int) -> Transcription:

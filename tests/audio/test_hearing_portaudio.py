@@ -1,4 +1,4 @@
-"""Device-list refresh (audio.portaudio) and the microphone: hot-plugged microphones are found
+"""Device-list refresh (audio.edges.portaudio) and the microphone: hot-plugged microphones are found
 without a restart, PortAudio is never re-initialised under an open stream. The speaker's side is in
 ``test_speaking_device.py``; the fake is ``tests/audio/fake_portaudio.py``.
 """
@@ -11,14 +11,14 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from audio.capture import MicrophoneUnavailable, SoundDeviceMicrophone
+from audio.edges.capture import MicrophoneUnavailable, SoundDeviceMicrophone
+from audio.edges.portaudio import PortAudio, shared
+from audio.edges.sounddevice_sink import SoundDeviceSink
+from audio.edges.wav import FloatArray
 from audio.events import AudioDeviceProblem, AudioEvent
-from audio.hearing_settings import HearingSettings
-from audio.listener import Listener
-from audio.playback import PlaybackQueue
-from audio.portaudio import PortAudio, shared
-from audio.sounddevice_sink import SoundDeviceSink
-from audio.wav import FloatArray
+from audio.hearing.listener import Listener
+from audio.hearing.settings import HearingSettings
+from audio.speaking.playback import PlaybackQueue
 from tests.audio.fake_portaudio import FakePortAudio, Hardware, NoSpeech, mic, tone_queue, usb_mic, wait_until
 
 
@@ -108,7 +108,7 @@ def test_a_rescan_is_logged_only_when_the_device_list_changed(
     fake_pa: FakePortAudio, caplog: pytest.LogCaptureFixture
 ) -> None:
     pa = PortAudio(fake_pa, min_interval_s=0.0, hardware=lambda: None)  # rescans every time
-    with caplog.at_level("INFO", logger="audio.portaudio"):
+    with caplog.at_level("INFO", logger="audio.edges.portaudio"):
         assert pa.refresh_devices() and pa.refresh_devices()
         assert not caplog.records  # a device that stays missing does not fill the log
         fake_pa.plug(usb_mic())

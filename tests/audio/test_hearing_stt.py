@@ -10,13 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from audio.confidence import MIN_CONFIDENCE
-from audio.hearing_settings import HearingSettings
-from audio.stt_clip import load_clip, transcribe_clip
-from audio.vad import UtteranceComplete, segment_audio
-from audio.wav import FloatArray
-from audio.wer import normalise_for_wer, word_errors
-from audio.whisper_stt import WhisperTranscriber
+from audio.edges.wav import FloatArray
+from audio.hearing.confidence import MIN_CONFIDENCE
+from audio.hearing.settings import HearingSettings
+from audio.hearing.vad import UtteranceComplete, segment_audio
+from audio.hearing.wer import normalise_for_wer, word_errors
+from audio.hearing.whisper_stt import WhisperTranscriber
+from audio.tools.stt_clip import load_clip, transcribe_clip
 from tests.audio.conftest import HEARING_SPEECH_DIR, hearing_noise, hearing_room, hearing_silence
 
 ACCEPT = 0.4
@@ -207,7 +207,7 @@ def test_a_last_phrase_the_short_window_leaves_unread_is_read_on_the_full_window
         "Please press one to mute or unmute yourself, four or six to decrease or increase the "
         "conference volume, seven or nine to decrease or increase your volume, or eight to exit."
     )
-    with caplog.at_level(logging.INFO, logger="audio.whisper_stt"):
+    with caplog.at_level(logging.INFO, logger="audio.hearing.whisper_stt"):
         res = transcribe_clip(clip, hearing_transcriber, hearing_settings)
     assert "stopped reading at 12.00 s" in caplog.text and "the full window read on" in caplog.text
     assert normalise_for_wer(res.text).endswith("or eight to exit"), res.text
@@ -286,7 +286,7 @@ def test_story_longer_than_whisper_window_is_transcribed_whole(
 
 
 def test_a_model_setting_that_is_no_model_is_a_clear_error(tmp_path: Path) -> None:
-    from audio.stt import ModelUnavailable
+    from audio.hearing.stt import ModelUnavailable
 
     for where, why in ((tmp_path / "nope", "no such directory"), (tmp_path, "no model.bin in it")):
         with pytest.raises(ModelUnavailable, match=f"hearing.stt_model: .*{where}.*{why}"):

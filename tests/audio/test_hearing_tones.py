@@ -7,11 +7,11 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from audio.hearing_settings import HearingSettings
-from audio.stt_clip import load_clip, transcribe_clip
-from audio.tones import is_pure_tone, tone_share
-from audio.wav import FloatArray
-from audio.whisper_stt import WhisperTranscriber
+from audio.edges.wav import FloatArray
+from audio.hearing.settings import HearingSettings
+from audio.hearing.tones import is_pure_tone, tone_share
+from audio.hearing.whisper_stt import WhisperTranscriber
+from audio.tools.stt_clip import load_clip, transcribe_clip
 from tests.audio.conftest import HEARING_SPEECH_DIR, hearing_noise, hearing_silence
 
 GATE = HearingSettings().tone_gate_share

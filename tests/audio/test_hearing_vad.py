@@ -7,8 +7,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from audio.hearing_settings import HearingSettings
-from audio.vad import (
+from audio.hearing.settings import HearingSettings
+from audio.hearing.vad import (
     Endpointer,
     EndpointerEvent,
     SpeechDetector,

@@ -6,10 +6,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from audio.stt_clip import load_clip
-from audio.voice_prob import CHUNK, chunk_probabilities, voice_probability
-from audio.wav import FloatArray
-from audio.whisper_stt import WhisperTranscriber
+from audio.edges.wav import FloatArray
+from audio.hearing.voice_prob import CHUNK, chunk_probabilities, voice_probability
+from audio.hearing.whisper_stt import WhisperTranscriber
+from audio.tools.stt_clip import load_clip
 from tests.audio.conftest import HEARING_SPEECH_DIR, hearing_noise, hearing_silence
 from tests.audio.test_hearing_tones import tone
 

@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from audio.cli_speaking import register
-from audio.wav import read_wav
+from audio.edges.wav import read_wav
+from audio.tools.cli_speaking import register
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -1,4 +1,4 @@
-"""The speaker device (audio.sounddevice_sink) on the fake PortAudio: unplugged and replugged,
+"""The speaker device (audio.edges.sounddevice_sink) on the fake PortAudio: unplugged and replugged,
 missing or busy at start, devices that take only their own rate or all their channels, and giving
 way to the microphone's device-list refresh.
 """
@@ -12,15 +12,15 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from audio.capture import MicrophoneUnavailable, SoundDeviceMicrophone
+from audio.edges.capture import MicrophoneUnavailable, SoundDeviceMicrophone
+from audio.edges.portaudio import shared
+from audio.edges.sinks import OutputDeviceUnavailable
+from audio.edges.sounddevice_sink import SoundDeviceSink
+from audio.edges.wav import FloatArray
 from audio.events import AudioDeviceProblem, AudioEvent
-from audio.hearing_settings import HearingSettings
-from audio.listener import Listener
-from audio.playback import PlaybackMark, PlaybackQueue, QueuedPiece
-from audio.portaudio import shared
-from audio.sinks import OutputDeviceUnavailable
-from audio.sounddevice_sink import SoundDeviceSink
-from audio.wav import FloatArray
+from audio.hearing.listener import Listener
+from audio.hearing.settings import HearingSettings
+from audio.speaking.playback import PlaybackMark, PlaybackQueue, QueuedPiece
 from tests.audio.fake_portaudio import (
     FakePortAudio,
     Hardware,

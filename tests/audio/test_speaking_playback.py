@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from audio.playback import PlaybackQueue, QueuedPiece, fade_edges
+from audio.speaking.playback import PlaybackQueue, QueuedPiece, fade_edges
 
 RATE = 1000
 

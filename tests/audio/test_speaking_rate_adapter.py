@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from audio.rate_adapter import PullResampler
-from audio.wav import FloatArray
+from audio.edges.rate_adapter import PullResampler
+from audio.edges.wav import FloatArray
 
 
 def _sine_source(rate: int, hz: float) -> tuple[list[int], Callable[[int], FloatArray]]:

@@ -7,7 +7,7 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from audio.sentences import SentenceSplitter, TextPiece
+from audio.speaking.sentences import SentenceSplitter, TextPiece
 
 TEXT = "Well, hello there. How are you today? I am fine! Dr. Smith says hi.\nBye now"
 

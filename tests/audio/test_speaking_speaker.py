@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from audio.edges.sinks import NullSink, OutputDeviceUnavailable, WavSink, make_sink
+from audio.edges.wav import read_wav
 from audio.events import (
     AudioDeviceProblem,
     AudioEvent,
@@ -18,11 +20,9 @@ from audio.events import (
     PlaybackStarted,
     SentencePlaying,
 )
-from audio.sinks import NullSink, OutputDeviceUnavailable, WavSink, make_sink
-from audio.speaker import Speaker
-from audio.speaking_settings import SpeakingSettings
-from audio.tts import VoiceNotFound
-from audio.wav import read_wav
+from audio.speaking.settings import SpeakingSettings
+from audio.speaking.speaker import Speaker
+from audio.speaking.tts import VoiceNotFound
 from tests.audio.fake_portaudio import FakePortAudio, usb_speaker
 
 TEXT = "Hello there, how are you today? I am fine, thank you. See you soon!"
@@ -140,7 +140,7 @@ async def test_replies_play_in_order_and_empty_reply_only_finishes(speaking_voic
 
 def _transcribe(whisper: Any, path: Path) -> str:
     audio, rate = read_wav(path)
-    from audio.wav import resample
+    from audio.edges.wav import resample
 
     segments, _ = whisper.transcribe(resample(audio, rate, 16000), language="en", beam_size=1)
     return " ".join(s.text for s in segments)

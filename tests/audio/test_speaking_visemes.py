@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 
 from audio.events import VisemeCue
-from audio.visemes import phoneme_viseme, visemes_from_alignments, visemes_from_envelope
+from audio.speaking.visemes import phoneme_viseme, visemes_from_alignments, visemes_from_envelope
 
 
 def _check_timeline(cues: tuple[VisemeCue, ...], duration: float) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from device.button_press import ButtonPress
+from device.buttons.press import ButtonPress
 
 
 class PressCollector:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from device.button_press import PressDetector
+from device.buttons.press import PressDetector
 
 DEBOUNCE = 0.03
 LONG = 1.5

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from evdev import InputEvent, ecodes
 
-from device.button import ButtonUnavailable, EvdevButton, make_button
-from device.button_evdev import resolve_key
-from device.button_settings import ButtonSettings
+from device.buttons.choice import ButtonUnavailable, EvdevButton, make_button
+from device.buttons.evdev_button import resolve_key
+from device.buttons.settings import ButtonSettings
 from tests.device.button_helpers import PressCollector
 
 

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 from gpiozero.pins.mock import MockFactory
 
-from device.button import ButtonUnavailable, GpioButton, make_button
-from device.button_settings import ButtonSettings
+from device.buttons.choice import ButtonUnavailable, GpioButton, make_button
+from device.buttons.settings import ButtonSettings
 from tests.device.button_helpers import PressCollector
 
 PIN = 17

@@ -8,8 +8,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from device.button import ButtonPress, ButtonUnavailable, KeyboardButton, NoButton, action_for, make_button
-from device.button_settings import ButtonSettings
+from device.buttons.choice import (
+    ButtonPress,
+    ButtonUnavailable,
+    KeyboardButton,
+    NoButton,
+    action_for,
+    make_button,
+)
+from device.buttons.settings import ButtonSettings
 from tests.device.button_helpers import PressCollector
 
 

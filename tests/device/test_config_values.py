@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from audio.hearing_settings import STT_PROVIDERS, VAD_AGGRESSIVENESS, VAD_FRAME_MS
-from audio.speaking_settings import SINKS
+from audio.hearing.settings import STT_PROVIDERS, VAD_AGGRESSIVENESS, VAD_FRAME_MS
+from audio.speaking.settings import SINKS
 from device.cli import main
 from device.config import LOG_LEVELS, SIM_SPEAKERS, ConfigError, load_config
 from face.settings import RENDERERS

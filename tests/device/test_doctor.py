@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from device import doctor_audio
-from device.button_settings import ButtonSettings
+from device.buttons.settings import ButtonSettings
 from device.cli import main
-from device.doctor import (
+from device.doctor import audio_checks as doctor_audio
+from device.doctor.checks import (
     check_broker,
     check_button,
     check_clock,
@@ -25,7 +25,7 @@ from device.doctor import (
     check_voice,
     run_checks,
 )
-from device.doctor_result import CheckResult, exit_code, render
+from device.doctor.result import CheckResult, exit_code, render
 from tests.broker import Mosquitto
 
 
@@ -122,7 +122,7 @@ def test_cross_check_model_runs_or_says_how_to_fix(tmp_path: Path) -> None:
     assert deep.status == "ok" and "loads and runs" in deep.detail
     missing = check_cross_check_model(str(tmp_path), deep=False)
     assert missing.status == "fail" and "encoder_model.onnx" in missing.detail
-    assert "audio.fetch_models" in missing.fix
+    assert "audio.tools.fetch_models" in missing.fix
     off = check_cross_check_model("off", deep=True)
     assert off.status == "ok" and off.detail.startswith("off")
 

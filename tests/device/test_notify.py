@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from device.notify import SystemdNotifier
+from device.shell.notify import SystemdNotifier
 
 
 class NotifySocket:

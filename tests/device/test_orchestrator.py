@@ -9,7 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_link.messages import ConfigCommand, SayCommand, SleepAllowedCommand, SleepCommand, StopCommand
+from agent_link.protocol.messages import (
+    ConfigCommand,
+    SayCommand,
+    SleepAllowedCommand,
+    SleepCommand,
+    StopCommand,
+)
 from audio.events import (
     AudioDeviceProblem,
     PlaybackFinished,
@@ -21,7 +27,7 @@ from audio.events import (
     UtteranceFailed,
     VisemeCue,
 )
-from device.actions import (
+from device.core.actions import (
     Action,
     ApplySettings,
     CloseMicrophone,
@@ -36,7 +42,7 @@ from device.actions import (
     Speak,
     StopSpeaking,
 )
-from device.inputs import (
+from device.core.inputs import (
     AgentPresence,
     CommandReceived,
     CommandRefused,
@@ -46,7 +52,7 @@ from device.inputs import (
     TimerFired,
     TypedText,
 )
-from device.orchestrator import (
+from device.core.orchestrator import (
     Rules,
     boot_actions,
     display_of,
@@ -55,7 +61,7 @@ from device.orchestrator import (
     status_fields,
     step,
 )
-from device.state import DeviceState, Phase, Settings
+from device.core.state import DeviceState, Phase, Settings
 from face.state import FaceState
 from face.tags import TagVocabulary
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from device.core.state import Settings
 from device.persistence import StateDir
-from device.state import Settings
 
 
 def test_boot_counter_increments(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from agent_link.messages import Event, make_event
+from agent_link.protocol.messages import Event, make_event
 
 
 class EventFactory:

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-import agent_link.fleet
-from agent_link.fleet import FleetReport, run_fleet
+import agent_link.harness.fleet.fleet
 from agent_link.harness.cli import DEFAULT_DEVICE_ID
+from agent_link.harness.fleet.fleet import FleetReport, run_fleet
 from device.cli import build_parser, config_from_args
 from device.config import Config, DeviceSettings
 from tests.broker import Mosquitto
@@ -42,7 +42,7 @@ def test_sim_fleet_prefix_names_the_devices(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     prefixes: list[str] = []
-    monkeypatch.setattr(agent_link.fleet, "run_fleet", _fake_fleet(prefixes))
+    monkeypatch.setattr(agent_link.harness.fleet.fleet, "run_fleet", _fake_fleet(prefixes))
     parser = build_parser()
     for argv in (["sim-fleet", "3", "10"], ["sim-fleet", "3", "--prefix", "lab2-"]):
         args = parser.parse_args([*argv, "--broker", "mqtt://127.0.0.1:1", "--json"])

@@ -10,7 +10,7 @@ import aiomqtt
 import pytest
 
 from agent_link.harness.client import AgentHarness, HarnessTimeout
-from agent_link.messages import decode_command
+from agent_link.protocol.messages import decode_command
 from tests.broker import Mosquitto
 from tests.harness.events import EventFactory
 

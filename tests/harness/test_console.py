@@ -10,7 +10,7 @@ import pytest
 
 from agent_link.harness.client import AgentHarness
 from agent_link.harness.console import ConsoleAction, ConsoleInputError, execute, parse_line
-from agent_link.messages import decode_command
+from agent_link.protocol.messages import decode_command
 from tests.broker import Mosquitto
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from agent_link.harness.contract import ContractError, assert_contract, check_contract
 from agent_link.harness.matching import SequenceMismatch, assert_absent, assert_sequence, describe
-from agent_link.messages import Event, make_event
+from agent_link.protocol.messages import Event, make_event
 from tests.harness.events import EventFactory
 
 

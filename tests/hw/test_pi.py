@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from device.button import GpioButton, make_button
-from device.button_gpio import make_pin_factory
-from device.button_press import ButtonPress
-from device.button_settings import ButtonSettings
-from device.doctor import check_button, check_clock
-from device.doctor_audio import check_audio_device
+from device.buttons.choice import GpioButton, make_button
+from device.buttons.gpio_button import make_pin_factory
+from device.buttons.press import ButtonPress
+from device.buttons.settings import ButtonSettings
+from device.doctor.audio_checks import check_audio_device
+from device.doctor.checks import check_button, check_clock
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -95,7 +95,7 @@ def test_real_systemd_accepts_ready_and_watchdog(tmp_path: Path) -> None:
     script.write_text(
         "import sys, time\n"
         f"sys.path.insert(0, {str(REPO)!r})\n"
-        "from device.notify import SystemdNotifier\n"
+        "from device.shell.notify import SystemdNotifier\n"
         "n = SystemdNotifier()\n"
         "assert n.watchdog_interval() == 4.0, n.watchdog_interval()\n"
         "n.status('probing'); n.ready('probe ready')\n"

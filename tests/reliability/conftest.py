@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from agent_link.harness.client import AgentHarness
-from agent_link.reliability import FaultRunner, ReliabilityReport
-from agent_link.reliability_daemon import DaemonProcess
+from agent_link.harness.reliability.daemon import DaemonProcess
+from agent_link.harness.reliability.suite import FaultRunner, ReliabilityReport
 from tests.broker import Mosquitto
 
 SLOW = os.environ.get("RF_SLOW") == "1"

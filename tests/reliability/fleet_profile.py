@@ -6,7 +6,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent_link.broker import Mosquitto, free_port
+from agent_link.harness.broker import Mosquitto, free_port
 from tests.pki import make_ca, make_cert
 
 PROFILE = Path(__file__).resolve().parents[2] / "deploy" / "mosquitto"

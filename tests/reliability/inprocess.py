@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from audio.capture import SimulatedMicrophone
+from audio.edges.capture import SimulatedMicrophone
 from device.config import Config, load_config
-from device.runtime import Runtime
+from device.shell.runtime import Runtime
 
 
 def sim_config(broker_url: str, device_id: str, state_dir: Path, **extra: Any) -> Config:

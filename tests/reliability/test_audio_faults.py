@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from agent_link.harness.client import AgentHarness
-from agent_link.outbox import OutboxError
-from audio.sounddevice_sink import SoundDeviceSink
-from audio.speaker import Speaker
+from agent_link.link.outbox import OutboxError
+from audio.edges.sounddevice_sink import SoundDeviceSink
+from audio.speaking.speaker import Speaker
 from device.config import Config
-from device.state import Phase
+from device.core.state import Phase
 from tests.audio.fake_portaudio import shared_fake, usb_speaker
 from tests.broker import Mosquitto
 from tests.reliability.inprocess import RunningDaemon, sim_config, sim_mic
@@ -119,7 +119,7 @@ async def test_speaker_unplugged_and_replugged(
         sink = SoundDeviceSink("USB Speaker", reopen_interval_s=0.3, backend=fake)
         return Speaker(config.speaking, sink, emit)
 
-    monkeypatch.setattr("device.runtime.make_speaker", make_speaker)
+    monkeypatch.setattr("device.shell.runtime.make_speaker", make_speaker)
     config = sim_config(mosquitto.url, "rel-spk", tmp_path / "state")
     async with AgentHarness(mosquitto.url, device_id="rel-spk") as harness, RunningDaemon(config) as rt:
         await _awake(harness)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent_link.reliability import FaultRunner
+from agent_link.harness.reliability.suite import FaultRunner
 from tests.reliability.conftest import slow
 
 pytestmark = pytest.mark.timeout(300)

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from agent_link.fleet import run_fleet
-from agent_link.fleet_cli import register
-from agent_link.fleet_device import InstantSpeaker
+from agent_link.harness.fleet.cli import register
+from agent_link.harness.fleet.fleet import run_fleet
+from agent_link.harness.fleet.fleet_device import InstantSpeaker
 from audio.events import PlaybackFinished, PlaybackStarted
 from tests.broker import Mosquitto
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_link.reliability import PWNED_MARKER, FaultRunner
-from agent_link.reliability_fuzz import PayloadFuzzer
+from agent_link.harness.reliability.fuzz import PayloadFuzzer
+from agent_link.harness.reliability.suite import PWNED_MARKER, FaultRunner
 from tests.reliability.conftest import slow
 
 pytestmark = pytest.mark.timeout(900)

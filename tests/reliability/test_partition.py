@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from agent_link.harness.client import AgentHarness
-from agent_link.reliability import FaultRunner, ReliabilityReport
-from agent_link.reliability_daemon import DaemonProcess
-from agent_link.reliability_proxy import StallingProxy
+from agent_link.harness.reliability.daemon import DaemonProcess
+from agent_link.harness.reliability.proxy import StallingProxy
+from agent_link.harness.reliability.suite import FaultRunner, ReliabilityReport
 from tests.broker import Mosquitto
 
 pytestmark = pytest.mark.timeout(300)

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from agent_link.harness.client import AgentHarness
-from agent_link.link import MqttLink
-from agent_link.link_settings import LinkSettings
-from agent_link.messages import MAX_PAYLOAD_BYTES, StatusMessage
-from agent_link.outbox import Outbox
-from agent_link.reliability import FaultRunner, ReliabilityReport
-from agent_link.reliability_daemon import DaemonProcess
+from agent_link.harness.reliability.daemon import DaemonProcess
+from agent_link.harness.reliability.suite import FaultRunner, ReliabilityReport
+from agent_link.link.mqtt_link import MqttLink
+from agent_link.link.outbox import Outbox
+from agent_link.link.settings import LinkSettings
+from agent_link.protocol.messages import MAX_PAYLOAD_BYTES, StatusMessage
 from tests.broker import Mosquitto
 from tests.reliability.fleet_profile import FleetBroker, start_fleet_broker
 from tests.reliability.inprocess import RunningDaemon, sim_config, sim_mic
@@ -96,7 +96,7 @@ async def test_refused_connection_is_logged_and_retried_with_backoff(
 ) -> None:
     outbox = Outbox(tmp_path / "o.db", "dev1", 1)
     settings = _link_settings(fleet, "dev1", password, cert, connect_timeout_s=1.0)
-    with caplog.at_level(logging.INFO, logger="agent_link.link"):
+    with caplog.at_level(logging.INFO, logger="agent_link.link.mqtt_link"):
         link = await _run_link(settings, "dev1", outbox, 6.0)
     assert not link.connected
     assert re.search(expect, caplog.text), caplog.text[-2000:]
@@ -113,7 +113,7 @@ async def test_acl_denial_is_logged_and_loses_no_event(
     # dev1's credentials but configured as device "dev2": every topic of dev2 is denied by the ACL.
     outbox = Outbox(tmp_path / "o.db", "dev2", 1)
     outbox.append("tap", {"source": "sim"}, 1.0)
-    with caplog.at_level(logging.INFO, logger="agent_link.link"):
+    with caplog.at_level(logging.INFO, logger="agent_link.link.mqtt_link"):
         await _run_link(_link_settings(fleet, "dev1", "pw-dev1"), "dev2", outbox, 3.0)
     # The denied event must not be acknowledged away as if the broker had taken it, and the denial
     # must be visible in the log (mosquitto 2 grants the SUBSCRIBE and drops deliveries; a denied

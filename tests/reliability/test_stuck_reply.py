@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from agent_link.harness.client import AgentHarness
-from agent_link.messages import SayCommand, SleepCommand, StopCommand
+from agent_link.protocol.messages import SayCommand, SleepCommand, StopCommand
 from audio.events import PlaybackFinished
-from device.actions import Speak, StopSpeaking
-from device.inputs import CommandReceived, Tapped
-from device.orchestrator import initial_state, step
-from device.state import Settings
+from device.core.actions import Speak, StopSpeaking
+from device.core.inputs import CommandReceived, Tapped
+from device.core.orchestrator import initial_state, step
+from device.core.state import Settings
 from tests.broker import Mosquitto
 from tests.reliability.inprocess import RunningDaemon, sim_config
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from audio.wav import read_wav
+from audio.edges.wav import read_wav
 from tests.scripts.loader import load_script
 
 bss = load_script("build_speech_sets")

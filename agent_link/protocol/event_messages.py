@@ -1,0 +1,196 @@
+"""Event messages (device → agent) of protocol v1."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
+
+from agent_link.protocol.message_base import FailureReason, RejectReason, TapSource, VersionedMessage
+
+
+class _EventEnvelope(VersionedMessage):
+    id: str = Field(min_length=1)
+    """Unique event id, stable across re-sends."""
+    boot: int = Field(ge=0)
+    """Daemon start counter."""
+    seq: int = Field(ge=1)
+    """Sequence number, +1 per event within a boot (starts at 1)."""
+    ts: float
+    """Unix time (s) when it happened."""
+
+
+def _env(type_: str, **fields: Any) -> dict[str, Any]:
+    return {"v": 1, "type": type_, "id": "robot-1-7-41", "boot": 7, "seq": 41, "ts": 1764441600.125, **fields}
+
+
+class WakeEvent(_EventEnvelope):
+    """A tap woke the device from ``asleep``."""
+
+    type: Literal["wake"] = "wake"
+    source: TapSource
+    """What was tapped: ``button``, ``screen``, ``keyboard`` or ``sim``."""
+    EXAMPLE: ClassVar[dict[str, Any]] = _env("wake", source="button")
+
+
+class AsleepEvent(_EventEnvelope):
+    """The device has fallen asleep."""
+
+    type: Literal["asleep"] = "asleep"
+    reason: Literal["command", "tag"]
+    """What put it to sleep: a ``sleep`` command or a ``[sleep]`` tag."""
+    EXAMPLE: ClassVar[dict[str, Any]] = _env("asleep", reason="command")
+
+
+class TapEvent(_EventEnvelope):
+    """A tap while awake (user activity)."""
+
+    type: Literal["tap"] = "tap"
+    source: TapSource
+    """What was tapped: ``button``, ``screen``, ``keyboard`` or ``sim``."""
+    EXAMPLE: ClassVar[dict[str, Any]] = _env("tap", source="screen")
+
+
+class SpeechStartedEvent(_EventEnvelope):
+    """VAD saw the user start speaking."""
+
+    type: Literal["speech_started"] = "speech_started"
+    utterance: str = Field(min_length=1)
+    """Utterance id (opened by ``speech_started``)."""
+    EXAMPLE: ClassVar[dict[str, Any]] = _env("speech_started", utterance="u-7-3")
+
+
+class SpeechEndedEvent(_EventEnvelope):
+    """The user stopped speaking; ``audio_ms`` is the utterance length in ms."""
+
+    type: Literal["speech_ended"] = "speech_ended"
+    utterance: str = Field(min_length=1)
+    """Utterance id (opened by ``speech_started``)."""
+    audio_ms: int = Field(ge=0)
+    """Length of the utterance audio, in ms."""
+    EXAMPLE: ClassVar[dict[str, Any]] = _env("speech_ended", utterance="u-7-3", audio_ms=1840)
+
+
+class TranscriptEvent(_EventEnvelope):
+    """Text of one utterance, with a confidence in [0, 1]."""
+
+    type: Literal["transcript"] = "transcript"
+    utterance: str = Field(min_length=1)
+    """Utterance id (opened by ``speech_started``)."""
+    text: str
+    """What was said (or typed)."""
+    confidence: float = Field(ge=0.0, le=1.0)
+    """In [0, 1]: typed = 1, 0 = no signal from the provider; < 0.4 = heard poorly."""
+    language: str
+    """Language of the transcript (e.g. ``en``)."""
+    source: Literal["voice", "typed"]
+    """``voice`` (microphone) or ``typed`` (sim/text, keyboard)."""
+    audio_ms: int = Field(ge=0)
+    """Length of the utterance audio, in ms."""
+    decode_ms: int = Field(ge=0)
+    """Time the transcriber took, in ms."""
+    EXAMPLE: ClassVar[dict[str, Any]] = _env(
+        "transcript",
+        utterance="u-7-3",
+        text="What's the weather like?",
+        confidence=0.91,
+        language="en",
+        source="voice",
+        audio_ms=1840,
+        decode_ms=420,
+    )
+
+
+class UtteranceFailedEvent(_EventEnvelope):
+    """An utterance that produced no transcript."""
+
+    type: Literal["utterance_failed"] = "utterance_failed"
+    utterance: str = Field(min_length=1)
+    """Utterance id (opened by ``speech_started``)."""
+    reason: FailureReason
+    """Why there is no transcript."""
+    detail: str = ""
+    """Human-readable explanation."""
+    EXAMPLE: ClassVar[dict[str, Any]] = _env(
+        "utterance_failed", utterance="u-7-4", reason="too_short", detail="120 ms of speech, minimum 250 ms"
+    )
+
+
+class PlaybackStartedEvent(_EventEnvelope):
+    """The first audio of a reply reached the speaker."""
+
+    type: Literal["playback_started"] = "playback_started"
+    say: str = Field(min_length=1)
+    """Reply id (the ``say`` of the commands)."""
+    EXAMPLE: ClassVar[dict[str, Any]] = _env("playback_started", say="r-12")
+
+
+class PlaybackFinishedEvent(_EventEnvelope):
+    """The last audio of a reply was played, or it was stopped (``interrupted``)."""
+
+    type: Literal["playback_finished"] = "playback_finished"
+    say: str = Field(min_length=1)
+    """Reply id (the ``say`` of the commands)."""
+    interrupted: bool
+    """True if the reply was cut short (``stop``, sleep, error; after a restart, by the next boot)."""
+    EXAMPLE: ClassVar[dict[str, Any]] = _env("playback_finished", say="r-12", interrupted=False)
+
+
+class SleepIgnoredEvent(_EventEnvelope):
+    """A sleep request ignored because ``sleep_allowed`` was false; ``say`` set when via tag."""
+
+    type: Literal["sleep_ignored"] = "sleep_ignored"
+    via: Literal["command", "tag"]
+    """The ignored request: a ``sleep`` command or a ``[sleep]`` tag."""
+    say: str | None = None
+    """Reply id whose ``[sleep]`` tag was ignored (via tag), else null."""
+    EXAMPLE: ClassVar[dict[str, Any]] = _env("sleep_ignored", via="tag", say="r-12")
+
+
+class CommandRejectedEvent(_EventEnvelope):
+    """A command that was not executed; ``command`` is its id, or null if unreadable."""
+
+    type: Literal["command_rejected"] = "command_rejected"
+    command: str | None
+    """Id of the rejected command, or null if it could not be read."""
+    reason: RejectReason
+    """``invalid``, ``unknown_type``, ``expired``, ``unsupported_version`` or ``asleep``."""
+    detail: str
+    """What was wrong, for humans (which field, why)."""
+    EXAMPLE: ClassVar[dict[str, Any]] = _env(
+        "command_rejected", command="c-106", reason="invalid", detail="field 'text': Input should be a string"
+    )
+
+
+Event = (
+    WakeEvent
+    | AsleepEvent
+    | TapEvent
+    | SpeechStartedEvent
+    | SpeechEndedEvent
+    | TranscriptEvent
+    | UtteranceFailedEvent
+    | PlaybackStartedEvent
+    | PlaybackFinishedEvent
+    | SleepIgnoredEvent
+    | CommandRejectedEvent
+)
+"""Any event the device publishes."""
+
+EVENT_TYPES: dict[str, type[Event]] = {
+    "wake": WakeEvent,
+    "asleep": AsleepEvent,
+    "tap": TapEvent,
+    "speech_started": SpeechStartedEvent,
+    "speech_ended": SpeechEndedEvent,
+    "transcript": TranscriptEvent,
+    "utterance_failed": UtteranceFailedEvent,
+    "playback_started": PlaybackStartedEvent,
+    "playback_finished": PlaybackFinishedEvent,
+    "sleep_ignored": SleepIgnoredEvent,
+    "command_rejected": CommandRejectedEvent,
+}
+"""Event ``type`` → class."""
+
+ENVELOPE_FIELDS = frozenset({"v", "type", "id", "boot", "seq", "ts"})
+"""Fields every event carries; not allowed in ``make_event`` fields."""

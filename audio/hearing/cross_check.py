@@ -1,0 +1,171 @@
+"""A second, independent recogniser (Moonshine tiny) whose transcript Whisper's is checked against.
+
+Whisper tiny.en's worst mistakes are the ones it is sure of: "Bye." for a faint "five", "V" for a
+spoken "Z", a word invented over a squeak. Its own probabilities cannot see them. Moonshine is a
+different model (other architecture, other training data, audio-length encoder without 30 s padding);
+where the two write the same words the transcript is very likely right, where they disagree it often
+is not. The agreement (``agreement()``) is three confidence features; the calibration learns how much
+to trust it (``docs/hearing.md``: AUROC +0.02 to +0.06 on every evaluation set).
+
+The model (MIT, Useful Sensors) is the int8 ONNX export that ``@moonshine-ai/moonshine-js`` ships on
+the npm registry, with the tokenizer from ``useful-moonshine-onnx`` on PyPI: ``python -m
+audio.fetch_models`` puts both in ``default_model_dir()`` (the bootstrap does). ``MoonshineRecogniser``
+runs it with onnxruntime (already installed for faster-whisper): greedy decoding with the decoder's
+key/value cache, one thread, beside the Whisper decode.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from audio.edges.wav import FloatArray
+from audio.hearing.stt import ModelUnavailable
+from audio.hearing.wer import normalise_for_wer, reference_words, word_errors
+
+_LOGGER = logging.getLogger(__name__)
+
+MODEL_FILES = ("encoder_model.onnx", "decoder_model_merged.onnx", "tokenizer.json")
+START_TOKEN = 1
+END_TOKEN = 2
+TOKENS_PER_SECOND = 6
+"""Decoding budget: Moonshine's own limit (speech rarely needs more than ~4 tokens/s)."""
+MIN_SAMPLES = 1600
+"""Shorter input (0.1 s) is padded with silence: the encoder needs a few frames."""
+
+
+def default_model_dir() -> Path:
+    """Where ``python -m audio.fetch_models`` installs Moonshine tiny (inside the environment)."""
+    return Path(sys.prefix) / "share" / "robot-face" / "moonshine-tiny"
+
+
+def resolve_model_dir(setting: str) -> Path | None:
+    """``hearing.stt_cross_check_model``: "" → the fetched default, "off" → None, else a directory."""
+    if setting.strip().lower() == "off":
+        return None
+    return Path(setting).expanduser() if setting.strip() else default_model_dir()
+
+
+def missing_files(path: Path) -> list[str]:
+    """Model files absent from ``path``."""
+    return [name for name in MODEL_FILES if not (path / name).is_file()]
+
+
+@dataclass(frozen=True, slots=True)
+class Agreement:
+    """How far Whisper's transcript is from the second recogniser's."""
+
+    word_disagreement: float
+    """Word edit distance between the two (``audio.hearing.wer`` rules) over Whisper's word count, ≤ 1.5."""
+    exact: bool
+    """Both wrote the same words."""
+    char_similarity: float
+    """difflib ratio of the two texts' letters, spaces removed ("login" vs "log in" is 1.0)."""
+
+
+def agreement(whisper_text: str, other_text: str) -> Agreement:
+    """Compare two transcripts of one utterance (case, punctuation, numbers and contractions aside)."""
+    errors = word_errors(whisper_text, other_text)
+    dis = min(1.5, errors / max(1, reference_words(whisper_text)))
+    a = normalise_for_wer(whisper_text).replace(" ", "")
+    b = normalise_for_wer(other_text).replace(" ", "")
+    sim = difflib.SequenceMatcher(None, a, b).ratio() if (a or b) else 1.0
+    return Agreement(word_disagreement=dis, exact=errors == 0, char_similarity=sim)
+
+
+class MoonshineRecogniser:
+    """Moonshine encoder + merged decoder (ONNX) and its tokenizer; ``load()`` once, then
+    ``transcribe()`` from one thread at a time."""
+
+    def __init__(self, model_dir: Path, threads: int = 1) -> None:
+        self.model_dir = model_dir
+        self.threads = threads
+        self._encoder: Any = None
+        self._decoder: Any = None
+        self._tokenizer: Any = None
+        self._empty_cache: dict[str, np.ndarray] = {}
+
+    @property
+    def loaded(self) -> bool:
+        """Whether ``load()`` has run."""
+        return self._decoder is not None
+
+    def load(self) -> None:
+        """Open the ONNX sessions and tokenizer; a clear error names what is missing."""
+        missing = missing_files(self.model_dir)
+        if missing:
+            raise ModelUnavailable(
+                f"cross-check model directory {self.model_dir} lacks {', '.join(missing)}: run "
+                "`python -m audio.fetch_models` (the bootstrap does), point "
+                "hearing.stt_cross_check_model at a Moonshine ONNX export, or set it to 'off'"
+            )
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        t0 = time.monotonic()
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = self.threads
+        opts.inter_op_num_threads = 1
+        try:
+            self._encoder = ort.InferenceSession(
+                str(self.model_dir / "encoder_model.onnx"), opts, providers=["CPUExecutionProvider"]
+            )
+            decoder = ort.InferenceSession(
+                str(self.model_dir / "decoder_model_merged.onnx"), opts, providers=["CPUExecutionProvider"]
+            )
+            self._tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
+        except Exception as err:
+            raise ModelUnavailable(f"cannot load the cross-check model in {self.model_dir}: {err}") from err
+        # Cache shapes come from the model itself (tiny: 6 layers, 8 heads of 36; base: 8 x 8 x 52).
+        self._empty_cache = {
+            i.name: np.zeros((0, int(i.shape[1]), 1, int(i.shape[3])), dtype=np.float32)
+            for i in decoder.get_inputs()
+            if i.name.startswith("past_key_values.")
+        }
+        self._decoder = decoder
+        self.transcribe(np.zeros(MIN_SAMPLES, dtype=np.float32))  # first run allocates; not mid-reply
+        _LOGGER.info("cross-check model %s loaded in %.1f s", self.model_dir, time.monotonic() - t0)
+
+    def transcribe(self, samples: FloatArray, cancel: threading.Event | None = None) -> str:
+        """Greedy transcript of 16 kHz mono float32 ``samples`` (blocking); stops between decoder
+        steps once ``cancel`` is set (the caller no longer needs it) and then returns ""."""
+        if self._decoder is None:
+            raise RuntimeError("MoonshineRecogniser.load() has not been called")
+        x = np.asarray(samples, dtype=np.float32).reshape(-1)
+        if len(x) < MIN_SAMPLES:
+            x = np.pad(x, (0, MIN_SAMPLES - len(x)))
+        hidden = self._encoder.run(None, {"input_values": x[None, :]})[0]
+        cache = dict(self._empty_cache)
+        names = list(cache)
+        tokens: list[int] = []
+        next_ids = [START_TOKEN]
+        for step in range(int(len(x) / 16000 * TOKENS_PER_SECOND) + 4):
+            if cancel is not None and cancel.is_set():
+                return ""
+            logits, *present = self._decoder.run(
+                None,
+                {
+                    "input_ids": np.asarray([next_ids], dtype=np.int64),
+                    "encoder_hidden_states": hidden,
+                    "use_cache_branch": np.asarray([step > 0]),
+                    **cache,
+                },
+            )
+            token = int(np.argmax(logits[0, -1]))
+            if token == END_TOKEN:
+                break
+            tokens.append(token)
+            next_ids = [token]
+            for name, value in zip(names, present, strict=True):
+                # The encoder's keys/values are computed on the first step only (then reused).
+                if step == 0 or ".decoder." in name:
+                    cache[name] = value
+        return str(self._tokenizer.decode(tokens)).strip()

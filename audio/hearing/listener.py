@@ -1,0 +1,395 @@
+"""The ears: microphone → VAD endpointer → Whisper, emitting hearing events on the event loop.
+
+Event order per utterance: ``SpeechStarted``, then usually ``SpeechEnded``, then exactly one of
+``Transcribed`` or ``UtteranceFailed`` with the same id:
+
+- ``too_short``: SpeechEnded, then UtteranceFailed.
+- ``interrupted``: UtteranceFailed only — the microphone was closed or lost, or the device started
+  speaking (half-duplex: what the user says over the device's own voice is not used).
+- ``no_speech`` (Whisper heard nothing) and ``stt_error``: after SpeechEnded.
+
+Speech longer than ``max_part_ms`` (Whisper's window) is handed on in parts cut at pauses; each part
+is decoded while the user goes on talking, and the parts make one ``Transcribed`` (text joined,
+confidence weighted by duration). Decodes run one at a time on a single worker thread; a decode
+already running when the microphone closes still completes and emits its result. Opening and closing the source run in order on another
+single thread ("mic-io"): finding a device, opening it and refreshing PortAudio's device list while a
+microphone is missing can block for a long time on a Pi, and the event loop must not wait for that.
+A close queued behind a slow open closes what that open produced; an open that finishes after the
+microphone was closed again (an older generation) is closed at once.
+
+A missing speaker plugged in while the microphone is open can only be found after PortAudio
+rescans its device list, which would kill the open microphone stream. So when the source says a
+rescan is wanted and the sound hardware changed (``DeviceListSource``), the Listener gives way
+between utterances: closes the stream, lets the rescan run, reopens (a few hundred ms of audio not
+heard, once per plug-in; not a device problem, nothing is reported).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from audio.edges.capture import AudioSource, DeviceListSource, MicrophoneUnavailable
+from audio.edges.wav import FloatArray
+from audio.events import (
+    AudioDeviceProblem,
+    EventSink,
+    SpeechEnded,
+    SpeechStarted,
+    Transcribed,
+    UtteranceFailed,
+)
+from audio.hearing.echo_tail import EchoTail
+from audio.hearing.settings import HearingSettings
+from audio.hearing.stt import Transcriber, Transcription
+from audio.hearing.utterance_parts import join_transcriptions
+from audio.hearing.vad import (
+    FrameSegmenter,
+    UtteranceBegan,
+    UtteranceComplete,
+    UtterancePart,
+    UtteranceRejected,
+    frame_level_db,
+)
+
+_LOGGER = logging.getLogger(__name__)
+
+
+def _new_id() -> str:
+    return "u-" + uuid.uuid4().hex[:12]
+
+
+class Listener:
+    """Opens the microphone on wake, closes it on sleep, and turns speech into events."""
+
+    watch_interval_s = 1.0
+    """How often (s) the open stream is checked for stalls and for a wanted device rescan."""
+
+    def __init__(
+        self,
+        settings: HearingSettings,
+        source: AudioSource,
+        transcriber: Transcriber,
+        emit: EventSink,
+        *,
+        utterance_ids: Callable[[], str] | None = None,
+    ) -> None:
+        self.settings = settings
+        self._source = source
+        self._stt = transcriber
+        self._emit = emit
+        self._ids = utterance_ids or _new_id
+        self._segmenter = FrameSegmenter(settings)
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="whisper")
+        self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mic-io")
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._want_open = False
+        self._stream_live = False
+        self._generation = 0
+        self._resampler: Any = None
+        self._utterance: str | None = None
+        self._parts: list[asyncio.Future[Transcription]] = []
+        """Decodes of the current utterance's earlier parts, in order."""
+        self._speaking = False
+        rate = settings.sample_rate
+        self._echo = EchoTail(
+            rate,
+            min_samples=rate * settings.speaking_tail_ms // 1000,
+            max_samples=rate * max(settings.speaking_tail_ms, settings.speaking_tail_max_ms) // 1000,
+            margin_db=settings.echo_margin_db,
+        )
+        self.heard_samples = 0
+        """Samples that reached the endpointer (16 kHz) since creation."""
+        self._last_block = 0.0
+        self._decodes: set[asyncio.Task[None]] = set()
+        self._reopen_task: asyncio.Task[None] | None = None
+        self._watchdog: asyncio.Task[None] | None = None
+        self.discarded_samples = 0
+        """Samples thrown away by half-duplex (device speaking + tail)."""
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the microphone is wanted open (it may be waiting for the device to come back)."""
+        return self._want_open
+
+    @property
+    def overflows(self) -> int:
+        """Input overflows counted by the source."""
+        return self._source.overflows
+
+    # ---- open / close ---------------------------------------------------------------------------
+    async def open(self) -> None:
+        """Open the microphone stream (safe to call twice). A missing device is reported with
+        ``AudioDeviceProblem(ok=False)`` and retried every ``reopen_interval_s``."""
+        if self._want_open:
+            return
+        self._loop = asyncio.get_running_loop()
+        self._want_open = True
+        self._watchdog = asyncio.create_task(self._watch_stalls())
+        try:
+            await self._start_source()
+        except MicrophoneUnavailable as err:
+            if self._want_open:
+                self._device_problem(False, str(err))
+                self._schedule_reopen()
+
+    async def close(self) -> None:
+        """Close the stream; an utterance in progress fails with ``interrupted``."""
+        if not self._want_open:
+            return
+        self._want_open = False
+        for task in (self._reopen_task, self._watchdog):
+            if task is not None:
+                task.cancel()
+        self._reopen_task = self._watchdog = None
+        closed = self._stop_source()
+        self._interrupt("microphone closed")
+        await asyncio.wrap_future(closed)
+
+    async def aclose(self) -> None:
+        """Close and wait for queued decodes to finish; the Listener cannot be used afterwards."""
+        await self.close()
+        if self._decodes:
+            await asyncio.gather(*self._decodes, return_exceptions=True)
+        self._executor.shutdown(wait=True)
+        self._io.shutdown(wait=True)
+
+    def set_speaking(self, active: bool) -> None:
+        """Half-duplex: the device started/stopped speaking. While it speaks, and for
+        the room's echo of it after (``audio.hearing.echo_tail``: at least ``speaking_tail_ms``, at most
+        ``speaking_tail_max_ms``), microphone audio is discarded; an utterance in progress when
+        speaking starts fails with ``interrupted``."""
+        if not self.settings.half_duplex:
+            self._speaking = active
+            return
+        if active and not self._speaking:
+            self._interrupt("device started speaking")
+            self._segmenter.reset()
+            self._echo.cancel()
+        if not active and self._speaking:
+            self._echo.start()
+        self._speaking = active
+
+    # ---- source handling ------------------------------------------------------------------------
+    async def _start_source(self) -> None:
+        """Open the source on the mic-io thread; raises ``MicrophoneUnavailable``. If the microphone
+        was closed (or reopened) meanwhile, the stream just opened is closed again."""
+        self._generation += 1
+        gen = self._generation
+        loop = self._loop
+        assert loop is not None
+
+        def on_audio(block: FloatArray) -> None:
+            with contextlib.suppress(RuntimeError):  # loop closed during shutdown
+                loop.call_soon_threadsafe(self._on_block, gen, block)
+
+        def on_lost(detail: str) -> None:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self._on_lost, gen, detail)
+
+        rate = await asyncio.wrap_future(self._io.submit(self._source.open, on_audio, on_lost))
+        if gen != self._generation or not self._want_open:
+            self._io.submit(self._close_quietly)
+            return
+        self._resampler = None
+        if rate != self.settings.sample_rate:
+            import soxr
+
+            self._resampler = soxr.ResampleStream(rate, self.settings.sample_rate, 1, dtype="float32")
+        self._segmenter.reset()
+        self._stream_live = True
+        self._last_block = time.monotonic()
+
+    def _stop_source(self) -> Future[None]:
+        """Invalidate the current stream and queue its close on the mic-io thread (after any open)."""
+        self._generation += 1
+        self._stream_live = False
+        return self._io.submit(self._close_quietly)
+
+    def _close_quietly(self) -> None:
+        try:
+            self._source.close()
+        except Exception as err:
+            _LOGGER.warning("closing audio source: %s", err)
+
+    def _on_lost(self, gen: int, detail: str) -> None:
+        if gen != self._generation or not self._want_open:
+            return
+        self._stop_source()
+        self._interrupt("microphone lost")
+        self._device_problem(False, detail)
+        self._schedule_reopen()
+
+    def _schedule_reopen(self) -> None:
+        if self._reopen_task is None or self._reopen_task.done():
+            self._reopen_task = asyncio.create_task(self._reopen_loop())
+
+    async def _reopen_loop(self) -> None:
+        while self._want_open and not self._stream_live:
+            await asyncio.sleep(self.settings.reopen_interval_s)
+            if not self._want_open:
+                return
+            try:
+                await self._start_source()
+            except MicrophoneUnavailable as err:
+                _LOGGER.debug("microphone still unavailable: %s", err)
+                continue
+            if not self._stream_live:
+                return  # closed while the device was opening
+            self._device_problem(True, f"input device {self.settings.input_device or 'default'!r} is back")
+
+    async def _watch_stalls(self) -> None:
+        limit = max(2.0, 3 * self.settings.block_ms / 1000)
+        while self._want_open:
+            await asyncio.sleep(self.watch_interval_s)
+            if self._stream_live and time.monotonic() - self._last_block > limit:
+                self._on_lost(self._generation, "input device stopped delivering audio")
+            elif self._stream_live and self._utterance is None and await self._refresh_wanted():
+                await self._give_way_for_refresh()
+
+    async def _refresh_wanted(self) -> bool:
+        source = self._source
+        if not isinstance(source, DeviceListSource):
+            return False
+        return await asyncio.wrap_future(self._io.submit(source.refresh_wanted))
+
+    async def _give_way_for_refresh(self) -> None:
+        """Between utterances: close the stream, let the device list be rescanned, reopen."""
+        source = self._source
+        assert isinstance(source, DeviceListSource)
+        if self._utterance is not None or not self._stream_live:
+            return
+        _LOGGER.info("microphone: pausing for a device rescan (sound hardware changed)")
+        self._stop_source()
+        await asyncio.wrap_future(self._io.submit(source.refresh_devices))
+        if not self._want_open:
+            return
+        try:
+            await self._start_source()
+        except MicrophoneUnavailable as err:
+            if self._want_open:
+                self._device_problem(False, f"lost after a device rescan: {err}")
+                self._schedule_reopen()
+
+    def _device_problem(self, ok: bool, detail: str) -> None:
+        (_LOGGER.info if ok else _LOGGER.warning)("microphone: %s", detail)
+        self._emit(AudioDeviceProblem(direction="input", ok=ok, detail=detail, ts=time.time()))
+
+    # ---- audio → events -------------------------------------------------------------------------
+    def _on_block(self, gen: int, block: FloatArray) -> None:
+        if gen != self._generation or not self._want_open:
+            return
+        now = time.time()
+        self._last_block = time.monotonic()
+        if self._resampler is not None:
+            block = self._resampler.resample_chunk(block)
+        if self.settings.half_duplex and (
+            self._speaking
+            or (
+                self._echo.active
+                and self._echo.drop(
+                    len(block), frame_level_db(block), self._segmenter.detector.noise_floor_db
+                )
+            )
+        ):
+            self.discarded_samples += len(block)
+            return
+        self.heard_samples += len(block)
+        rate = self.settings.sample_rate
+        events = self._segmenter.feed(np.asarray(block, dtype=np.float32))
+        end_pos = self._segmenter.endpointer.samples_seen + self._segmenter.pending_samples
+
+        def ts_of(pos: int) -> float:
+            return now - (end_pos - pos) / rate
+
+        for ev in events:
+            if isinstance(ev, UtteranceBegan):
+                self._utterance = self._ids()
+                self._emit(SpeechStarted(utterance=self._utterance, ts=ts_of(ev.offset)))
+            elif isinstance(ev, UtterancePart):
+                if self._utterance is not None:
+                    self._parts.append(self._submit_decode(ev.audio, ev.speech_ratio))
+            elif isinstance(ev, UtteranceComplete):
+                uid, self._utterance = self._utterance, None
+                parts, self._parts = self._parts, []
+                if uid is None:
+                    continue
+                audio_ms = round((ev.earlier_samples + len(ev.audio)) * 1000 / rate)
+                self._emit(SpeechEnded(utterance=uid, audio_ms=audio_ms, ts=ts_of(ev.end_offset)))
+                self._start_decode(uid, ev.audio, ev.speech_ratio, parts)
+            elif isinstance(ev, UtteranceRejected):
+                uid, self._utterance = self._utterance, None
+                self._drop_parts()
+                if uid is None:
+                    continue
+                self._emit(SpeechEnded(utterance=uid, audio_ms=ev.speech_ms, ts=now))
+                detail = f"{ev.speech_ms} ms of speech"
+                self._emit(UtteranceFailed(utterance=uid, reason=ev.reason, detail=detail, ts=now))
+
+    def _drop_parts(self) -> None:
+        """Forget the current utterance's part decodes (not started ones never run)."""
+        for fut in self._parts:
+            fut.cancel()
+        self._parts = []
+
+    def _interrupt(self, detail: str) -> None:
+        uid, self._utterance = self._utterance, None
+        self._drop_parts()
+        self._segmenter.reset()
+        if uid is not None:
+            self._emit(UtteranceFailed(utterance=uid, reason="interrupted", detail=detail, ts=time.time()))
+
+    def _submit_decode(self, audio: FloatArray, speech_ratio: float) -> asyncio.Future[Transcription]:
+        loop = asyncio.get_running_loop()
+        return loop.run_in_executor(self._executor, self._stt.transcribe, audio, speech_ratio)
+
+    def _start_decode(
+        self,
+        uid: str,
+        audio: FloatArray,
+        speech_ratio: float,
+        parts: list[asyncio.Future[Transcription]],
+    ) -> None:
+        if len(audio):
+            parts = [*parts, self._submit_decode(audio, speech_ratio)]
+        task = asyncio.create_task(self._decode(uid, parts), name=f"decode-{uid}")
+        self._decodes.add(task)
+        task.add_done_callback(self._decodes.discard)
+
+    async def _decode(self, uid: str, parts: list[asyncio.Future[Transcription]]) -> None:
+        outcomes = await asyncio.gather(*parts, return_exceptions=True)
+        results = [r for r in outcomes if isinstance(r, Transcription)]
+        errors = [r for r in outcomes if not isinstance(r, Transcription)]
+        if errors:
+            err = errors[0]
+            _LOGGER.error("transcription failed for %s", uid, exc_info=err)
+            where = f"part {outcomes.index(err) + 1} of {len(outcomes)}: " if len(outcomes) > 1 else ""
+            detail = f"{where}{err}"
+            self._emit(UtteranceFailed(utterance=uid, reason="stt_error", detail=detail, ts=time.time()))
+            return
+        if len(results) == 1:
+            result = results[0]
+        else:  # a long utterance's parts
+            result = join_transcriptions(results, results[-1].language if results else "")
+        if not result.text:
+            self._emit(UtteranceFailed(utterance=uid, reason="no_speech", detail="", ts=time.time()))
+            return
+        self._emit(
+            Transcribed(
+                utterance=uid,
+                text=result.text,
+                confidence=result.confidence,
+                language=result.language,
+                audio_ms=result.audio_ms,
+                decode_ms=result.decode_ms,
+                ts=time.time(),
+            )
+        )

@@ -1,0 +1,192 @@
+"""Settings for hearing: microphone capture, voice activity endpointing and speech-to-text."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from audio.settings_checks import Check, listed, raise_first_failed
+
+STT_PROVIDERS: tuple[str, ...] = ("whisper", "openai")
+"""Valid values of ``stt_provider`` (the engines ``audio.hearing.stt.make_transcriber`` builds)."""
+
+VAD_FRAME_MS: tuple[int, ...] = (10, 20, 30)
+"""Frame lengths webrtcvad accepts, in milliseconds: the valid values of ``block_ms``."""
+
+VAD_AGGRESSIVENESS: tuple[int, ...] = (0, 1, 2, 3)
+"""webrtcvad's modes: the valid values of ``vad_aggressiveness``."""
+
+
+@dataclass(frozen=True)
+class HearingSettings:
+    """Everything the hearing part can be tuned with (one TOML table, ``[hearing]``)."""
+
+    input_device: str | None = None
+    """Input device name or case-insensitive substring; None means the system default (default None)."""
+
+    sample_rate: int = 16000
+    """Rate the pipeline works at, in Hz; hardware at 44.1/48 kHz is resampled to it (default 16000)."""
+
+    device_sample_rate: int = 0
+    """Rate to open the hardware at, in Hz; 0 tries ``sample_rate``, the device's default, then 48 and
+    44.1 kHz (default 0)."""
+
+    block_ms: int = 30
+    """Capture block and VAD frame length, in milliseconds: 10, 20 or 30 (default 30)."""
+
+    reopen_interval_s: float = 2.0
+    """Seconds between attempts to reopen a missing or unplugged microphone (default 2.0)."""
+
+    vad_aggressiveness: int = 1
+    """webrtcvad aggressiveness 0 (lenient) .. 3 (strict) (default 1)."""
+
+    energy_gate_db: float = -55.0
+    """Frames quieter than this level (dBFS RMS) never count as speech (default -55.0)."""
+
+    noise_margin_db: float = 9.0
+    """Frames must also be this many dB above the tracked noise floor to count as speech (default 9.0)."""
+
+    tone_gate_share: float = 0.985
+    """An utterance whose frames hold more than this share (0..1) of their energy within ±31 Hz of one
+    frequency is a beep or a tone, not speech: it gets no transcript. 1.0 turns the check off
+    (default 0.985; real speech measured ≤ 0.97)."""
+
+    start_window_ms: int = 240
+    """Window in which speech must dominate to start an utterance, in milliseconds (default 240)."""
+
+    start_speech_ms: int = 90
+    """Speech needed inside ``start_window_ms`` to start an utterance, in milliseconds (default 90)."""
+
+    end_silence_ms: int = 700
+    """Silence that ends an utterance, in milliseconds (default 700)."""
+
+    pre_roll_ms: int = 300
+    """Audio kept from before the detected start so the first syllable is never cut, in ms (default 300)."""
+
+    post_roll_ms: int = 200
+    """Trailing silence kept at the end of an utterance sent to STT, in milliseconds (default 200)."""
+
+    min_utterance_ms: int = 100
+    """Utterances whose speech (first to last speech frame) is shorter fail ``too_short``, ms (default 100)."""
+
+    max_part_ms: int = 20000
+    """Longest audio transcribed at once, in milliseconds (at most 28000: Whisper decodes at most
+    30 s). Speech going on longer is cut in the longest pause of the last 8 s and transcribed part
+    by part while the user talks; the parts make one transcript (default 20000: beyond ~22 s
+    tiny.en sometimes stops mid-sentence)."""
+
+    max_utterance_ms: int = 120000
+    """An utterance ends after this long even without a pause, in milliseconds; what was heard is
+    transcribed and, if the user goes on, a new utterance starts at once (default 120000)."""
+
+    half_duplex: bool = True
+    """Discard microphone audio while the device speaks (default True)."""
+
+    speaking_tail_ms: int = 300
+    """Audio always discarded after the device stops speaking (its echo in the room), in ms
+    (default 300)."""
+
+    speaking_tail_max_ms: int = 1000
+    """Audio discarded after the device stops speaking while its echo is still measured above the
+    room's noise floor and decaying, at most this long in ms; a level that rises or stops falling
+    (someone speaking) ends it at once (default 1000; at most ``speaking_tail_ms`` = a fixed tail)."""
+
+    echo_margin_db: float = 6.0
+    """The echo is over once the microphone level is within this many dB of the room's noise
+    floor measured while the device was silent (default 6.0)."""
+
+    stt_provider: str = "whisper"
+    """Speech-to-text engine: "whisper" (local faster-whisper) or "openai" (compatible endpoint) (default "whisper")."""
+
+    stt_openai_base_url: str = ""
+    """Base URL of the OpenAI-compatible endpoint, e.g. http://host:8000/v1; empty = OpenAI (default "")."""
+
+    stt_openai_model: str = "whisper-1"
+    """Transcription model name at the OpenAI-compatible endpoint (default "whisper-1")."""
+
+    stt_openai_api_key_env: str = "OPENAI_API_KEY"
+    """Environment variable holding the endpoint's API key (default "OPENAI_API_KEY")."""
+
+    stt_timeout_s: float = 15.0
+    """Timeout of one remote transcription request, in seconds (default 15.0)."""
+
+    stt_model: str = ""
+    """Whisper model directory or faster-whisper model name; empty means packaged tiny.en (default "")."""
+
+    stt_cross_check_model: str = ""
+    """Second recogniser whose transcript Whisper's is checked against for the confidence
+    (``audio.hearing.cross_check``): a Moonshine ONNX directory; empty means the one ``python -m
+    audio.fetch_models`` installed; "off" turns the check off (a calibration fitted without it is
+    used; 0.02-0.06 lower AUROC, saves ~40-250 ms of one core per utterance; default "")."""
+
+    stt_compute_type: str = "int8"
+    """CTranslate2 compute type, e.g. int8, int8_float32, float32 (default "int8")."""
+
+    stt_threads: int = 1
+    """CPU threads for Whisper (default 1). The short-window decode is many small steps: on a 2-core
+    machine one thread was faster than two (same transcripts; ``robot-face bench stt --threads``),
+    and it leaves the other core to the cross-check recogniser running beside it."""
+
+    stt_beam_size: int = 5
+    """Width of the second-opinion beam search run after the greedy pass for short or shaky
+    utterances, also the number of hypotheses the confidence compares; 1 turns it off (fastest, but
+    less accurate and the confidence has no rivals; default 5, what the calibration is fitted for)."""
+
+    stt_language: str = "en"
+    """Language code passed to Whisper (default "en"; English-only models ignore others)."""
+
+    stt_short_window: bool = True
+    """Encode only the real audio plus a margin instead of Whisper's full 30 s window (default True)."""
+
+    stt_window_margin_ms: int = 2000
+    """Padding appended after the audio when encoding a short window, in ms (default 2000)."""
+
+    stt_min_window_ms: int = 5000
+    """Shortest encoder window used by the short-window path, in milliseconds (default 5000)."""
+
+    def validate(self) -> None:
+        """Raise ValueError naming the key ("hearing.block_ms: ...") for a value that cannot work;
+        ``device.config`` calls it when it loads the configuration."""
+        from audio.hearing.stt import SAMPLE_RATE
+
+        checks: tuple[Check, ...] = (
+            (
+                "sample_rate",
+                self.sample_rate == SAMPLE_RATE,
+                f"must be {SAMPLE_RATE}: webrtcvad and the speech-to-text engines take {SAMPLE_RATE} Hz "
+                "(device_sample_rate sets the hardware's rate)",
+            ),
+            ("device_sample_rate", self.device_sample_rate >= 0, "must be >= 0 (0 = automatic)"),
+            (
+                "block_ms",
+                self.block_ms in VAD_FRAME_MS,
+                f"must be one of {listed(VAD_FRAME_MS)} (webrtcvad)",
+            ),
+            ("reopen_interval_s", self.reopen_interval_s > 0, "must be > 0"),
+            (
+                "vad_aggressiveness",
+                self.vad_aggressiveness in VAD_AGGRESSIVENESS,
+                f"must be one of {listed(VAD_AGGRESSIVENESS)} (0 lenient .. 3 strict)",
+            ),
+            ("tone_gate_share", 0.0 < self.tone_gate_share <= 1.0, "must be in (0, 1] (1.0 = off)"),
+            ("start_window_ms", self.start_window_ms > 0, "must be > 0"),
+            (
+                "start_speech_ms",
+                0 < self.start_speech_ms <= self.start_window_ms,
+                f"must be > 0 and at most start_window_ms ({self.start_window_ms})",
+            ),
+            ("end_silence_ms", self.end_silence_ms > 0, "must be > 0"),
+            ("pre_roll_ms", self.pre_roll_ms >= 0, "must be >= 0"),
+            ("post_roll_ms", self.post_roll_ms >= 0, "must be >= 0"),
+            ("min_utterance_ms", self.min_utterance_ms >= 0, "must be >= 0"),
+            ("max_part_ms", self.max_part_ms > 0, "must be > 0"),
+            ("max_utterance_ms", self.max_utterance_ms > 0, "must be > 0"),
+            ("speaking_tail_ms", self.speaking_tail_ms >= 0, "must be >= 0"),
+            ("speaking_tail_max_ms", self.speaking_tail_max_ms >= 0, "must be >= 0"),
+            ("stt_provider", self.stt_provider in STT_PROVIDERS, f"must be one of {listed(STT_PROVIDERS)}"),
+            ("stt_timeout_s", self.stt_timeout_s > 0, "must be > 0"),
+            ("stt_threads", self.stt_threads >= 1, "must be >= 1"),
+            ("stt_beam_size", self.stt_beam_size >= 1, "must be >= 1 (1 = no beam search)"),
+            ("stt_window_margin_ms", self.stt_window_margin_ms >= 0, "must be >= 0"),
+            ("stt_min_window_ms", self.stt_min_window_ms >= 0, "must be >= 0"),
+        )
+        raise_first_failed("hearing", self, checks)

@@ -1,0 +1,325 @@
+"""Voice activity: a per-frame speech check and a pure, clock-free endpointer.
+
+``SpeechDetector`` decides per frame (webrtcvad AND an energy gate over a tracked noise floor),
+``Endpointer`` turns the per-frame decisions into utterances (pre-roll, end silence, min/max
+length; speech longer than Whisper's window is handed on in parts, cut at a pause), and
+``FrameSegmenter`` glues both to arbitrary-sized blocks of audio. The runtime ``Listener`` and the
+``transcribe``/``eval`` tools all go through ``FrameSegmenter``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from audio.edges.wav import FloatArray
+from audio.hearing.settings import HearingSettings
+
+_LOGGER = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class UtteranceBegan:
+    """Speech started; ``offset`` is the stream sample index of the first speech frame."""
+
+    offset: int
+    pre_roll: int
+    """Samples of audio kept from before ``offset``."""
+
+
+@dataclass(frozen=True, slots=True)
+class UtterancePart:
+    """The utterance goes on past ``max_part_ms``: here is its next part to transcribe now.
+
+    Parts are cut in the middle of the longest pause near the limit; together with the final
+    ``UtteranceComplete`` they hold every sample of the utterance exactly once, in order.
+    """
+
+    audio: FloatArray
+    speech_ratio: float
+    index: int
+    """0 for the first part."""
+
+
+@dataclass(frozen=True, slots=True)
+class UtteranceComplete:
+    """Speech ended; ``audio`` is pre-roll + speech + post-roll, ``speech_ratio`` the share of speech frames.
+
+    After ``UtterancePart`` events, ``audio`` is only the rest after the last part (empty when that
+    rest holds no speech), ``speech_ms`` counts the whole utterance and ``earlier_samples`` the
+    samples already handed on in parts.
+    """
+
+    audio: FloatArray
+    speech_ms: int
+    speech_ratio: float
+    end_offset: int
+    """Stream sample index just after the last speech frame."""
+    earlier_samples: int = 0
+    parts: int = 0
+    """``UtterancePart`` events before this one."""
+
+
+@dataclass(frozen=True, slots=True)
+class UtteranceRejected:
+    """The utterance in progress was dropped (too short)."""
+
+    reason: Literal["too_short"]
+    speech_ms: int
+
+
+EndpointerEvent = UtteranceBegan | UtterancePart | UtteranceComplete | UtteranceRejected
+
+MAX_PART_MS = 28000
+"""Longest part ever handed to the transcriber, in ms (Whisper decodes 30 s at most)."""
+
+_CUT_SEARCH_MS = 8000
+"""A part is cut at the longest pause within this many ms before ``max_part_ms`` (quietest frame if none)."""
+
+
+def frame_level_db(frame: FloatArray) -> float:
+    """RMS level of a frame in dBFS (floor -120)."""
+    if len(frame) == 0:
+        return -120.0
+    rms = float(np.sqrt(np.mean(np.square(frame.astype(np.float64)))))
+    return max(-120.0, 20.0 * np.log10(rms + 1e-12))
+
+
+class SpeechDetector:
+    """Per-frame speech check: webrtcvad says speech AND the frame clears an energy gate.
+
+    The gate is ``max(energy_gate_db, noise_floor + noise_margin_db)``; the noise floor follows the
+    quiet frames quickly downwards and slowly upwards, so steady room noise and chimes that webrtcvad
+    alone would accept do not open an utterance.
+    """
+
+    def __init__(self, settings: HearingSettings) -> None:
+        import webrtcvad
+
+        self._vad = webrtcvad.Vad(settings.vad_aggressiveness)
+        self._rate = settings.sample_rate
+        self._gate_db = settings.energy_gate_db
+        self._margin_db = settings.noise_margin_db
+        self.noise_floor_db = -70.0
+        """Tracked noise floor in dBFS."""
+
+    def is_speech(self, frame: FloatArray) -> bool:
+        """Whether ``frame`` (10/20/30 ms float32 at the settings rate) is speech."""
+        level = frame_level_db(frame)
+        pcm = (np.clip(frame, -1.0, 1.0) * 32767.0).astype("<i2").tobytes()
+        voiced = bool(self._vad.is_speech(pcm, self._rate))
+        gate = max(self._gate_db, self.noise_floor_db + self._margin_db)
+        speech = voiced and level >= gate
+        # Track the floor: fall fast, rise slowly (only on frames not taken as speech).
+        if level < self.noise_floor_db:
+            self.noise_floor_db += 0.5 * (level - self.noise_floor_db)
+        elif not speech:
+            self.noise_floor_db += 0.02 * (level - self.noise_floor_db)
+        return speech
+
+
+class Endpointer:
+    """Pure, clock-free segmenter: feed it frames with a speech decision, get utterance events.
+
+    Time is counted in frames only. States: idle (keeping a pre-roll ring) and in speech
+    (collecting audio until ``end_silence_ms`` of non-speech). An utterance that reaches
+    ``max_part_ms`` is handed on in parts (``UtterancePart``, cut in a pause); one that reaches
+    ``max_utterance_ms`` ends there as if the speaker had paused, and the next one starts as soon as
+    speech goes on (the pre-roll ring keeps what comes meanwhile).
+    """
+
+    def __init__(self, settings: HearingSettings) -> None:
+        fms = settings.block_ms
+        self.frame_ms = fms
+        self._start_window = max(1, settings.start_window_ms // fms)
+        self._start_needed = max(1, min(self._start_window, -(-settings.start_speech_ms // fms)))
+        self._end_frames = max(1, settings.end_silence_ms // fms)
+        self._post_frames = min(self._end_frames, settings.post_roll_ms // fms)
+        self._min_ms = settings.min_utterance_ms
+        self._max_frames = max(1, settings.max_utterance_ms // fms)
+        part_ms = settings.max_part_ms
+        if part_ms > MAX_PART_MS:
+            _LOGGER.warning("hearing.max_part_ms %d is over Whisper's window: using %d", part_ms, MAX_PART_MS)
+            part_ms = MAX_PART_MS
+        self._part_frames = max(2, part_ms // fms)
+        self._search_frames = max(1, min(self._part_frames - 1, _CUT_SEARCH_MS // fms))
+        self._pre_frames = settings.pre_roll_ms // fms
+        self._ring: deque[tuple[FloatArray, bool]] = deque(maxlen=self._pre_frames + self._start_window)
+        self._frames: list[FloatArray] = []
+        self._flags: list[bool] = []
+        self._silence_run = 0
+        self._state: Literal["idle", "speech"] = "idle"
+        self._samples_seen = 0
+        self._parts = 0
+        self._part_samples = 0
+        self._part_frames_total = 0
+        self._part_speech_frames = 0
+
+    @property
+    def samples_seen(self) -> int:
+        """Samples processed since creation (stream position)."""
+        return self._samples_seen
+
+    @property
+    def in_speech(self) -> bool:
+        """Whether an utterance is in progress."""
+        return self._state == "speech"
+
+    def reset(self) -> None:
+        """Forget everything (the stream was closed or audio was discarded)."""
+        self._ring.clear()
+        self._frames = []
+        self._flags = []
+        self._silence_run = 0
+        self._state = "idle"
+        self._parts = 0
+        self._part_samples = 0
+        self._part_frames_total = 0
+        self._part_speech_frames = 0
+
+    def process(self, frame: FloatArray, is_speech: bool) -> list[EndpointerEvent]:
+        """Take one frame and its speech decision; return the events it causes (often none)."""
+        self._samples_seen += len(frame)
+        if self._state == "idle":
+            return self._process_idle(frame, is_speech)
+        return self._process_speech(frame, is_speech)
+
+    def _process_idle(self, frame: FloatArray, is_speech: bool) -> list[EndpointerEvent]:
+        self._ring.append((frame, is_speech))
+        window = list(self._ring)[-self._start_window :]
+        if sum(flag for _, flag in window) < self._start_needed:
+            return []
+        # Start: keep the whole ring (pre-roll + start window), but drop leading frames beyond pre-roll
+        # that precede the first speech frame of the window.
+        items = list(self._ring)
+        first_speech = next(i for i, (_, flag) in enumerate(items) if flag)
+        begin = max(0, first_speech - self._pre_frames)
+        items = items[begin:]
+        self._frames = [f for f, _ in items]
+        self._flags = [flag for _, flag in items]
+        self._ring.clear()
+        self._state = "speech"
+        self._silence_run = 0
+        start = self._samples_seen - sum(len(f) for f in self._frames)
+        pre = sum(len(f) for f in self._frames[: first_speech - begin])
+        return [UtteranceBegan(offset=start + pre, pre_roll=pre)]
+
+    def _process_speech(self, frame: FloatArray, is_speech: bool) -> list[EndpointerEvent]:
+        self._frames.append(frame)
+        self._flags.append(is_speech)
+        self._silence_run = 0 if is_speech else self._silence_run + 1
+        if self._silence_run >= self._end_frames:
+            return [self._finish(trailing=self._silence_run)]
+        if self._part_frames_total + len(self._frames) >= self._max_frames:
+            return [self._finish(trailing=0)]
+        if len(self._frames) >= self._part_frames:
+            return [self._cut_part()]
+        return []
+
+    def _cut_index(self) -> int:
+        """Where to cut the current part: the middle of the longest non-speech run in the search
+        window (the latest of equals), else before the quietest frame there."""
+        lo = len(self._frames) - self._search_frames
+        best_len, best_mid, run = 0, -1, 0
+        for i in range(lo, len(self._frames)):
+            run = 0 if self._flags[i] else run + 1
+            if run and run >= best_len:
+                best_len, best_mid = run, i + 1 - run // 2
+        if best_mid > 0:
+            return best_mid
+        levels = [frame_level_db(f) for f in self._frames[lo:]]
+        return lo + int(np.argmin(levels))
+
+    def _voiced_start(self, flags: list[bool]) -> int:
+        """Index of the first speech frame of the first part (the pre-roll before it is not
+        speech time); later parts count from their start."""
+        return next((i for i, f in enumerate(flags) if f), 0) if self._parts == 0 else 0
+
+    def _cut_part(self) -> EndpointerEvent:
+        cut = self._cut_index()
+        flags = self._flags[:cut]
+        first = self._voiced_start(flags)
+        ratio = sum(flags[first:]) / max(1, len(flags) - first)
+        audio = np.concatenate(self._frames[:cut]).astype(np.float32)
+        event = UtterancePart(audio=audio, speech_ratio=ratio, index=self._parts)
+        self._parts += 1
+        self._part_samples += len(audio)
+        self._part_frames_total += cut
+        self._part_speech_frames += len(flags) - first
+        self._frames, self._flags = self._frames[cut:], self._flags[cut:]
+        return event
+
+    def _finish(self, trailing: int) -> EndpointerEvent:
+        """End the utterance; ``trailing`` non-speech frames at the end are cut to the post-roll."""
+        trailing = min(trailing, len(self._frames))  # a part may have taken the start of the pause
+        keep = len(self._frames) - trailing + min(trailing, self._post_frames)
+        flags = self._flags[: len(self._flags) - trailing]
+        parts, earlier = self._parts, self._part_samples
+        first = self._voiced_start(flags)
+        voiced_span = flags[first:]
+        speech_ms = (len(voiced_span) + self._part_speech_frames) * self.frame_ms
+        ratio = sum(voiced_span) / max(1, len(voiced_span))
+        audio = np.concatenate([np.zeros(0, np.float32), *self._frames[:keep]]).astype(np.float32)
+        if parts and not any(flags):
+            audio = audio[:0]  # only the pause after the last part: nothing left to transcribe
+        end_offset = self._samples_seen - sum(len(f) for f in self._frames[len(flags) :])
+        self.reset()
+        if speech_ms < self._min_ms:
+            return UtteranceRejected(reason="too_short", speech_ms=speech_ms)
+        return UtteranceComplete(
+            audio=audio,
+            speech_ms=speech_ms,
+            speech_ratio=ratio,
+            end_offset=end_offset,
+            earlier_samples=earlier,
+            parts=parts,
+        )
+
+    def flush(self) -> list[EndpointerEvent]:
+        """End the stream: an utterance in progress ends as if silence followed it."""
+        if self._state != "speech":
+            self.reset()
+            return []
+        return [self._finish(trailing=self._silence_run)]
+
+
+class FrameSegmenter:
+    """Slices arbitrary blocks of 16 kHz float32 audio into VAD frames and runs detector + endpointer."""
+
+    def __init__(self, settings: HearingSettings) -> None:
+        self.frame_len = settings.sample_rate * settings.block_ms // 1000
+        self.detector = SpeechDetector(settings)
+        self.endpointer = Endpointer(settings)
+        self._pending = np.zeros(0, dtype=np.float32)
+
+    def feed(self, samples: FloatArray) -> list[EndpointerEvent]:
+        """Add samples; return the endpointer events of every complete frame."""
+        buf = np.concatenate([self._pending, samples.astype(np.float32, copy=False)])
+        events: list[EndpointerEvent] = []
+        n = len(buf) // self.frame_len
+        for i in range(n):
+            frame = buf[i * self.frame_len : (i + 1) * self.frame_len]
+            events.extend(self.endpointer.process(frame, self.detector.is_speech(frame)))
+        self._pending = buf[n * self.frame_len :].copy()
+        return events
+
+    @property
+    def pending_samples(self) -> int:
+        """Samples waiting for a complete frame."""
+        return len(self._pending)
+
+    def reset(self) -> None:
+        """Drop partial frames and any utterance in progress (the detector keeps its noise floor)."""
+        self._pending = np.zeros(0, dtype=np.float32)
+        self.endpointer.reset()
+
+
+def segment_audio(samples: FloatArray, settings: HearingSettings) -> list[EndpointerEvent]:
+    """Run a whole clip through the runtime's segmenter, followed by end silence so speech closes."""
+    seg = FrameSegmenter(settings)
+    tail = np.zeros(settings.sample_rate * (settings.end_silence_ms + 2 * settings.block_ms) // 1000)
+    return seg.feed(samples) + seg.feed(tail.astype(np.float32)) + seg.endpointer.flush()

@@ -1,0 +1,266 @@
+"""CLI for hearing: ``robot-face transcribe``, ``robot-face eval confidence``, ``robot-face bench stt``."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import logging
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from audio.edges.wav import FloatArray
+from audio.hearing.cross_check import resolve_model_dir
+from audio.hearing.settings import HearingSettings
+from audio.hearing.wer import reference_words, word_errors
+from audio.hearing.whisper_stt import WhisperTranscriber
+from audio.tools.stt_clip import load_clip, transcribe_clip
+
+_LOGGER = logging.getLogger(__name__)
+
+BENCH_SENTENCES = (
+    "Yes.",
+    "Thank you.",
+    "Good night.",
+    "What time is it?",
+    "Turn on the lights in the kitchen.",
+    "Can you tell me a story about a dragon?",
+    "Please remind me to call my sister tomorrow morning.",
+    "I would like to listen to some quiet music while I read my book.",
+    "How far away is the moon, and how long would it take to fly there?",
+    "My favourite colour is blue, but my brother likes green and my sister likes red.",
+)
+BENCH_VOICES = ("piper:joe:1.0", "espeak:en-us", "espeak:en-gb-scotland", "piper:joe:1.15", "espeak:en-029")
+"""Voices of the generated bench utterances (Piper without sampling noise: the same audio every run)."""
+
+
+def _stt_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default="", help="Whisper model dir or name (default: packaged tiny.en)")
+    p.add_argument("--beam-size", type=int, default=None, help="beam size (default from settings)")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads (default from settings)")
+    p.add_argument("--full-window", action="store_true", help="pad to 30 s like stock faster-whisper")
+    p.add_argument(
+        "--cross-check-model",
+        default=None,
+        help="second recogniser directory, or 'off' (default: from settings, the fetched Moonshine tiny)",
+    )
+
+
+def _settings(args: argparse.Namespace) -> HearingSettings:
+    s = HearingSettings()
+    changes: dict[str, object] = {"stt_model": args.model}
+    if args.beam_size is not None:
+        changes["stt_beam_size"] = args.beam_size
+    if args.threads is not None:
+        changes["stt_threads"] = args.threads
+    if args.full_window:
+        changes["stt_short_window"] = False
+    if args.cross_check_model is not None:
+        changes["stt_cross_check_model"] = args.cross_check_model
+    return replace(s, **changes)  # type: ignore[arg-type]
+
+
+def _load(settings: HearingSettings) -> WhisperTranscriber:
+    """The loaded transcriber; a missing model ends the command with its message (exit 2)."""
+    t = WhisperTranscriber(settings)
+    try:
+        t.load()
+    except RuntimeError as err:
+        print(f"robot-face: {err}", file=sys.stderr)
+        raise SystemExit(2) from err
+    return t
+
+
+def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:
+    """Add ``transcribe``, ``eval confidence`` and ``bench stt``."""
+    p = sub.add_parser("transcribe", help="transcribe audio files through the runtime path (VAD + Whisper)")
+    p.add_argument("files", nargs="+", type=Path)
+    p.add_argument("--json", action="store_true", help="one JSON object per file (default: text lines)")
+    _stt_args(p)
+    p.set_defaults(func=_transcribe)
+
+    ev = sub.add_parser("eval", help="evaluations")
+    ev_sub = ev.add_subparsers(dest="eval_what", required=True)
+    c = ev_sub.add_parser("confidence", help="WER, AUROC, ECE and reject shares on a manifest.tsv set")
+    c.add_argument("dir", type=Path, help="directory holding manifest.tsv")
+    c.add_argument("--rows", type=Path, default=None, help="also write per-clip rows as JSON lines here")
+    _stt_args(c)
+    c.set_defaults(func=_eval_confidence)
+
+    b = bench.add_parser("stt", help="short-window decode vs faster-whisper transcribe(): latency and WER")
+    b.add_argument("--dir", type=Path, default=None, help="manifest set to take 1–8 s speech clips from")
+    b.add_argument("--limit", type=int, default=50, help="most utterances to use (default 50: all)")
+    b.add_argument("--baseline-beams", default="5,1", help="beam sizes for the baseline (default 5,1)")
+    b.add_argument(
+        "--pause-ms",
+        type=int,
+        default=200,
+        help="idle time before each timed decode, as between utterances on the robot (default 200)",
+    )
+    b.add_argument(
+        "--baseline-threads",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="CPU threads of the baseline's own model (default: all cores, its fastest here)",
+    )
+    _stt_args(b)
+    b.set_defaults(func=_bench_stt)
+
+
+def _transcribe(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    stt = _load(settings)
+    status = 0
+    for path in args.files:
+        try:
+            samples = load_clip(path, settings.sample_rate)
+        except Exception as err:
+            print(f"{path}: cannot read audio: {err}", file=sys.stderr)
+            status = 1
+            continue
+        res = transcribe_clip(samples, stt, settings)
+        if args.json:
+            out = {
+                "file": str(path),
+                "text": res.text,
+                "confidence": round(res.confidence, 4),
+                "language": res.language,
+                "audio_ms": res.audio_ms,
+                "decode_ms": res.decode_ms,
+            }
+            print(json.dumps(out), flush=True)
+        else:
+            print(f"{path}\t{res.confidence:.3f}\t{res.text}", flush=True)
+    return status
+
+
+def _eval_confidence(args: argparse.Namespace) -> int:
+    """Exit 0; 1 when some clips could not be read (the report covers the rest and lists them);
+    2 when there is no usable manifest."""
+    from audio.tools.eval_confidence import (
+        ManifestError,
+        Unreadable,
+        evaluate_set,
+        read_manifest,
+        report,
+        rows_to_jsonl,
+    )
+
+    if not (args.dir / "manifest.tsv").is_file():
+        print(f"{args.dir}: no manifest.tsv", file=sys.stderr)
+        return 2
+    try:  # before the models load: a bad manifest is told at once (the file is read again, cheap)
+        read_manifest(args.dir)
+    except (ManifestError, UnicodeDecodeError, csv.Error) as err:
+        print(f"{args.dir}/manifest.tsv: {err}", file=sys.stderr)
+        return 2
+    settings = _settings(args)
+    unreadable: list[Unreadable] = []
+    rows = evaluate_set(args.dir, _load(settings), settings, unreadable)
+    if args.rows:
+        rows_to_jsonl(rows, args.rows)
+    out = report(rows)
+    if unreadable:
+        out["unreadable"] = [{"relpath": u.relpath, "error": u.error} for u in unreadable]
+        print(f"{len(unreadable)} clip(s) could not be read and are left out", file=sys.stderr)
+    print(json.dumps(out, indent=2))
+    return 1 if unreadable else 0
+
+
+def _bench_utterances(args: argparse.Namespace) -> list[tuple[str, FloatArray]]:
+    if args.dir is not None:
+        from audio.tools.eval_confidence import Unreadable, read_clip, read_manifest
+
+        out = []
+        unreadable: list[Unreadable] = []
+        for e in read_manifest(args.dir):
+            if e["kind"] != "speech":
+                continue
+            a = read_clip(args.dir, e["relpath"], 16000, unreadable)  # unreadable: warned, left out
+            if a is not None and 1.0 <= len(a) / 16000 <= 8.0:
+                out.append((e["transcript"], a))
+        return out[: args.limit]
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+    import build_speech_sets as bss
+
+    rng = np.random.default_rng(3)
+    utts = []
+    for voice in BENCH_VOICES:
+        for text in BENCH_SENTENCES:
+            cond = str(rng.choice(["clean", "snr20", "snr10"]))
+            utts.append((text, bss.degrade(bss.synth(text, voice, noise=False), cond, rng)))
+    return utts[: args.limit]
+
+
+def _bench_stt(args: argparse.Namespace) -> int:
+    logging.getLogger("faster_whisper").setLevel(logging.WARNING)  # it logs every transcribe() call
+    from audio.tools.eval_confidence import ManifestError
+
+    settings = _settings(args)
+    try:
+        utts = _bench_utterances(args)
+    except (ManifestError, OSError, UnicodeDecodeError, csv.Error) as err:
+        print(f"bench stt: {err}", file=sys.stderr)
+        return 2
+    stt = _load(settings)
+    if not utts:
+        print("no 1–8 s utterances found", file=sys.stderr)
+        return 2
+    durations = [len(a) / 16000 for _, a in utts]
+    print(
+        f"{len(utts)} utterances, {min(durations):.1f}–{max(durations):.1f} s, "
+        f"threads: ours {settings.stt_threads}, baseline {args.baseline_threads}"
+    )
+    ours_label = f"short window (beam {settings.stt_beam_size})"
+    paths: dict[str, Callable[[FloatArray], str]] = {}
+    if resolve_model_dir(settings.stt_cross_check_model) is not None:
+        # The same decode without the second recogniser: what the cross-check costs.
+        plain = WhisperTranscriber(replace(settings, stt_cross_check_model="off"))
+        plain._model, plain._tokenizer = stt.model, stt._tokenizer  # share the loaded model
+        paths[ours_label + " + cross-check"] = lambda a: stt.transcribe(a).text
+        paths[ours_label + ", no cross-check"] = lambda a: plain.transcribe(a).text
+    else:
+        paths[ours_label] = lambda a: stt.transcribe(a).text
+    n_ours = len(paths)
+    # The baseline gets its own model with its own thread count: the plain library at its best
+    # (its 30 s encoder gains from every core; our short decode is fastest on one).
+    base_settings = replace(settings, stt_threads=args.baseline_threads, stt_cross_check_model="off")
+    base_model = stt if args.baseline_threads == settings.stt_threads else _load(base_settings)
+    for beam in [int(b) for b in args.baseline_beams.split(",") if b.strip()]:
+        base = WhisperTranscriber(replace(base_settings, stt_beam_size=beam))
+        base._model, base._tokenizer = base_model.model, base_model._tokenizer
+        paths[f"faster-whisper transcribe() beam {beam}"] = base.transcribe_baseline
+    for fn in paths.values():  # warm-up
+        fn(utts[0][1])
+    times: dict[str, list[float]] = {name: [] for name in paths}
+    errors = dict.fromkeys(paths, 0)
+    words = 0
+    for ref, audio in utts:  # interleaved, so load changes hit every path alike
+        words += reference_words(ref)
+        for name, fn in paths.items():
+            time.sleep(args.pause_ms / 1000)  # work a decode leaves running ends before the next
+            t0 = time.perf_counter()
+            text = fn(audio)
+            times[name].append(time.perf_counter() - t0)
+            errors[name] += word_errors(ref, text)
+    stats = {}
+    for name in paths:
+        med, p95 = statistics.median(times[name]), float(np.percentile(times[name], 95))
+        wer = errors[name] / max(1, words)
+        stats[name] = (med, p95, wer)
+        print(f"{name:45s} median {med * 1000:6.0f} ms   p95 {p95 * 1000:6.0f} ms   WER {wer * 100:5.1f} %")
+    named = list(stats.items())
+    for ours_name, ours in named[:n_ours]:
+        for name, base_stats in named[n_ours:]:
+            print(
+                f"  {ours_name} vs {name}: median {ours[0] / base_stats[0]:.2f}x, "
+                f"p95 {ours[1] / base_stats[1]:.2f}x, WER {(ours[2] - base_stats[2]) * 100:+.1f} points"
+            )
+    return 0

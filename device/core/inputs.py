@@ -1,0 +1,89 @@
+"""Events into the orchestrator that do not come from ``audio`` (those are in ``audio.events``).
+
+Every event carries ``ts``: unix seconds when it happened. The orchestrator core never reads a clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from audio.events import AudioEvent
+
+if TYPE_CHECKING:
+    from agent_link.protocol.messages import Command
+
+TapSource = Literal["button", "screen", "keyboard", "sim"]
+RejectReason = Literal["invalid", "unknown_type", "expired", "unsupported_version", "asleep"]
+
+
+@dataclass(frozen=True, slots=True)
+class Tapped:
+    """A tap from a button, the screen, a keyboard key or the simulator."""
+
+    source: TapSource
+    ts: float
+
+
+@dataclass(frozen=True, slots=True)
+class TypedText:
+    """Text typed by the user (sim/text or the face page's text box), given an utterance id."""
+
+    utterance: str
+    text: str
+    ts: float
+
+
+@dataclass(frozen=True, slots=True)
+class CommandReceived:
+    """A valid, fresh, first-seen command from the agent."""
+
+    command: Command
+    ts: float
+
+
+@dataclass(frozen=True, slots=True)
+class CommandRefused:
+    """A command the link layer could not accept (malformed, expired...): to be rejected."""
+
+    command_id: str | None
+    reason: RejectReason
+    detail: str
+    ts: float
+
+
+@dataclass(frozen=True, slots=True)
+class LinkChanged:
+    """The broker connection went up or down."""
+
+    connected: bool
+    detail: str
+    ts: float
+
+
+@dataclass(frozen=True, slots=True)
+class AgentPresence:
+    """The agent's retained status: online or not (absent counts as offline)."""
+
+    online: bool
+    ts: float
+
+
+@dataclass(frozen=True, slots=True)
+class TimerFired:
+    """A timer the orchestrator scheduled with ``ScheduleTimer`` is due."""
+
+    name: str
+    ts: float
+
+
+DeviceInput = (
+    Tapped
+    | TypedText
+    | CommandReceived
+    | CommandRefused
+    | LinkChanged
+    | AgentPresence
+    | TimerFired
+    | AudioEvent
+)

@@ -1,0 +1,124 @@
+"""Doctor checks for the microphone and the speaker (PortAudio via sounddevice)."""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+
+from device.doctor.result import CheckResult
+
+_LOGGER = logging.getLogger(__name__)
+
+_LEVEL_S = 0.5
+"""Seconds recorded by the deep microphone level check."""
+
+
+def _sounddevice() -> Any:
+    import sounddevice
+
+    return sounddevice
+
+
+def _find(devices: list[dict[str, Any]], want: str | None, kind: str, default_index: int) -> int | None:
+    """Index of the ``kind`` ("input"/"output") device named ``want`` (index, exact or substring)."""
+    key = f"max_{kind}_channels"
+    usable = [i for i, d in enumerate(devices) if d.get(key, 0) > 0]
+    if want is None:
+        return default_index if default_index in usable else (usable[0] if usable else None)
+    if want.strip().isdigit():
+        return int(want) if int(want) in usable else None
+    exact = [i for i in usable if devices[i]["name"] == want]
+    if exact:
+        return exact[0]
+    partial = [i for i in usable if want.lower() in devices[i]["name"].lower()]
+    return partial[0] if partial else None
+
+
+def _listing(devices: list[dict[str, Any]], kind: str) -> str:
+    key = f"max_{kind}_channels"
+    names = [f"{i}: {d['name']}" for i, d in enumerate(devices) if d.get(key, 0) > 0]
+    return "; ".join(names) if names else "none"
+
+
+def check_audio_device(kind: str, want: str | None, setting: str) -> tuple[CheckResult, int | None]:
+    """Is the ``kind`` ("input" microphone / "output" speaker) device there? Returns its index too."""
+    label = "microphone" if kind == "input" else "speaker"
+    fix_hw = (
+        "plug in a USB microphone (check with `arecord -l`)"
+        if kind == "input"
+        else "connect a speaker / USB audio device (check with `aplay -l`)"
+    )
+    try:
+        sd = _sounddevice()
+        devices = [dict(d) for d in sd.query_devices()]
+        defaults = sd.default.device
+        default_index = int(defaults[0] if kind == "input" else defaults[1])
+    except Exception as exc:
+        return CheckResult(
+            label,
+            "fail",
+            f"PortAudio cannot list audio devices: {type(exc).__name__}: {exc}",
+            "install libportaudio2 (sudo apt install libportaudio2) and check the user is in group 'audio'",
+        ), None
+    index = _find(devices, want, kind, default_index)
+    if index is None:
+        if want is None:
+            detail = f"no {kind} device found (PortAudio sees {len(devices)} device(s) in total)"
+            fix = f"{fix_hw}; then set {setting} if it is not the default"
+        else:
+            detail = f"no {kind} device matches {want!r}; {kind} devices: {_listing(devices, kind)}"
+            fix = f"set {setting} to one of the listed names (or a unique part of one), or {fix_hw}"
+        return CheckResult(label, "fail", detail, fix), None
+    device = devices[index]
+    rate = int(device.get("default_samplerate", 0))
+    return CheckResult(label, "ok", f"{device['name']} (device {index}, {rate} Hz)"), index
+
+
+def _dbfs(samples: Any) -> float:
+    import numpy as np
+
+    rms = float(np.sqrt(np.mean(np.square(samples.astype("float64"))))) if samples.size else 0.0
+    return 20 * math.log10(rms) if rms > 0 else -math.inf
+
+
+def check_levels(input_index: int, output_index: int | None) -> CheckResult:
+    """Record briefly (and, with a speaker, play a tone) to see that the microphone hears anything."""
+    import numpy as np
+
+    sd = _sounddevice()
+    try:
+        rate = int(sd.query_devices(input_index)["default_samplerate"])
+        quiet = sd.rec(int(_LEVEL_S * rate), samplerate=rate, channels=1, device=input_index, dtype="float32")
+        sd.wait()
+        quiet_db = _dbfs(quiet)
+        if quiet_db == -math.inf:
+            return CheckResult(
+                "microphone level",
+                "warn",
+                "the microphone delivered pure digital silence",
+                "unmute / raise the capture level in `alsamixer` (F4 for capture), or pick another input",
+            )
+        if output_index is None:
+            return CheckResult("microphone level", "ok", f"room level {quiet_db:.0f} dBFS")
+        t = np.arange(int(_LEVEL_S * rate)) / rate
+        tone = (0.3 * np.sin(2 * np.pi * 1000.0 * t)).astype("float32").reshape(-1, 1)
+        heard = sd.playrec(tone, samplerate=rate, channels=1, device=(input_index, output_index))
+        sd.wait()
+        tone_db = _dbfs(heard)
+    except Exception as exc:
+        return CheckResult(
+            "microphone level",
+            "warn",
+            f"could not record: {type(exc).__name__}: {exc}",
+            "check the device is not in use by another program (`fuser -v /dev/snd/*`)",
+        )
+    if tone_db - quiet_db >= 6.0:
+        detail = f"room {quiet_db:.0f} dBFS, test tone heard at {tone_db:.0f} dBFS"
+        return CheckResult("microphone level", "ok", detail)
+    return CheckResult(
+        "microphone level",
+        "warn",
+        f"room {quiet_db:.0f} dBFS; the 1 kHz test tone was not heard ({tone_db:.0f} dBFS)",
+        "turn the speaker volume up (`alsamixer`) or check the speaker and microphone are the ones in use",
+    )
