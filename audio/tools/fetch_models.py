@@ -3,7 +3,7 @@
 No model hub is reachable on the device's build machines, but the npm registry and PyPI are:
 ``@moonshine-ai/moonshine-js`` ships the English Moonshine tiny model (MIT) and
 ``useful-moonshine-onnx`` its tokenizer. Both archives are pinned by hash; only the three files the
-runtime needs are kept, in ``audio.cross_check.default_model_dir()`` unless a directory is given.
+runtime needs are kept, in ``audio.hearing.cross_check.default_model_dir()`` unless a directory is given.
 
     python -m audio.fetch_models [DEST] [--force]
 """
@@ -24,7 +24,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from audio.cross_check import default_model_dir, missing_files
+from audio.hearing.cross_check import default_model_dir, missing_files
 
 _LOGGER = logging.getLogger(__name__)
 
