@@ -18,11 +18,12 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from audio.edges.wav import FloatArray
+from audio.hearing.settings import HearingSettings
 from audio.hearing.stt import SAMPLE_RATE, ModelUnavailable
 
 MODEL_FILE = "smart-turn-v3.2-cpu.onnx"
@@ -148,3 +149,18 @@ class SmartTurnModel:
             out = self._session.run(None, {"input_features": feats})
         prob = float(np.asarray(out[0]).reshape(-1)[0])
         return TurnVerdict(probability=prob, cpu_ms=(time.thread_time() - start) * 1000.0)
+
+
+class TurnModel(Protocol):
+    """What the Listener needs from an end-of-turn model (``predict`` runs on a worker thread)."""
+
+    def predict(self, audio: FloatArray) -> TurnVerdict:
+        """Probability that the turn ending with ``audio`` (16 kHz) is complete."""
+        ...
+
+
+def make_turn_model(settings: HearingSettings) -> SmartTurnModel | None:
+    """The model ``hearing.turn_detector`` needs (not loaded yet); None for ``silence``."""
+    if settings.turn_detector != "smart_turn":
+        return None
+    return SmartTurnModel(resolve_model_path(settings.turn_model))

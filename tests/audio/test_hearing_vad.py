@@ -40,6 +40,7 @@ def settings() -> HearingSettings:
         post_roll_ms=60,
         min_utterance_ms=100,
         max_utterance_ms=3000,
+        turn_detector="silence",
     )
 
 
