@@ -176,3 +176,20 @@ def test_corrupt_default_model_is_refused(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setattr(turn_model, "default_model_path", lambda: fake)
     with pytest.raises(ModelUnavailable, match=r"corrupt.*fetch_models --force"):
         SmartTurnModel(fake).load()
+
+
+def test_doctor_checks_the_turn_model(tmp_path: Path) -> None:
+    from device.doctor.checks import check_turn_model
+
+    assert check_turn_model("silence", "", deep=False).status == "ok"
+    shallow = check_turn_model("smart_turn", "", deep=False)
+    assert shallow.status == "ok" and "--deep" in shallow.detail
+    deep = check_turn_model("smart_turn", "", deep=True)
+    assert deep.status == "ok" and "runs" in deep.detail
+    missing = check_turn_model("smart_turn", str(tmp_path / "none.onnx"), deep=False)
+    assert missing.status == "fail" and "hearing.turn_model" in missing.detail
+    assert "fetch_models" in missing.fix
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"junk")
+    broken = check_turn_model("smart_turn", str(bad), deep=True)
+    assert broken.status == "fail" and "does not run" in broken.detail

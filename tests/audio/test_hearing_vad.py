@@ -213,7 +213,9 @@ def smart(settings: HearingSettings) -> HearingSettings:
     return replace(settings, turn_detector="smart_turn", turn_pause_ms=180, turn_fallback_ms=900)
 
 
-def drive(ep: Endpointer, pattern: str, answers: dict[int, bool] | None = None) -> list[tuple[int, EndpointerEvent]]:
+def drive(
+    ep: Endpointer, pattern: str, answers: dict[int, bool] | None = None
+) -> list[tuple[int, EndpointerEvent]]:
     """Like ``run``, but a question asked at frame i is answered ``answers[k]`` (k: the k-th question,
     from 1) right after frame i + 2 (the model's latency); unanswered questions stay open."""
     answers = answers or {}
