@@ -80,6 +80,7 @@ class Outcome:
     model_cpu_ms: float = 0.0
     asks: int = 0
     ask_log: list[str] = field(default_factory=list)
+    ask_records: list[TurnAsk] = field(default_factory=list)
 
 
 def _speech_mask(audio: FloatArray) -> np.ndarray:
@@ -237,6 +238,7 @@ def _outcome(clip: Clip, events: list[AudioEvent], received: list[float], asks: 
         out.decided_s = received[events.index(ended[-1])] - ended[-1].ts
         out.end = ended[-1].end
     out.model_cpu_ms = sum(a.cpu_ms for a in asks)
+    out.ask_records = asks
     out.asks = len(asks)
     return out
 
@@ -303,15 +305,74 @@ def print_details(name: str, outcomes: list[Outcome]) -> None:
 
 
 def parse_config(spec: str, base: HearingSettings) -> tuple[str, HearingSettings]:
-    """``silence`` or ``smart_turn[:TEXT_CHECK]`` → (label, settings)."""
-    detector, _, check = spec.partition(":")
+    """``silence`` or ``smart_turn[:TEXT_CHECK[:THRESHOLD]]`` → (label, settings)."""
+    detector, _, rest = spec.partition(":")
+    check, _, threshold = rest.partition(":")
     if detector == "silence":
         return "silence", replace(base, turn_detector="silence")
     if detector != "smart_turn":
-        raise ValueError(f"unknown detector {detector!r} (use smart_turn[:CHECK] or silence)")
-    s = replace(base, turn_detector="smart_turn", turn_text_check=check or base.turn_text_check)
+        raise ValueError(f"unknown detector {detector!r} (use smart_turn[:CHECK[:THRESHOLD]] or silence)")
+    s = replace(
+        base,
+        turn_detector="smart_turn",
+        turn_text_check=check or base.turn_text_check,
+        turn_threshold=float(threshold) if threshold else base.turn_threshold,
+    )
     s.validate()
-    return f"smart_turn:{s.turn_text_check}", s
+    return f"smart_turn:{s.turn_text_check}:{s.turn_threshold:g}", s
+
+
+def dump_asks(path: Path, name: str, outcomes: list[Outcome]) -> None:
+    """Append every clip's questions (probability, speculative text) as JSON lines to ``path``: run
+    with threshold 1 (nothing ends early, every pause is asked), then ``evaluate_policies`` replays
+    any verdict rule on them exactly (a rule can only end an utterance at a pause that was asked)."""
+    import json
+
+    with path.open("a") as fh:
+        for o in outcomes:
+            row = {
+                "config": name,
+                "clip": o.clip.name,
+                "kind": o.clip.kind,
+                "pause_s": o.clip.pause_s,
+                "utterances": o.utterances,
+                "asks": [[a.probability, a.text] for a in o.ask_records],
+            }
+            fh.write(json.dumps(row) + "\n")
+
+
+def evaluate_policies(path: Path) -> None:
+    """Replay verdict rules on dumped questions: fallback share of complete turns and hesitations
+    (pauses up to 1.2 s) kept whole, per text check and threshold."""
+    import json
+
+    from audio.hearing.turn import turn_complete
+
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    table = []
+    for check in ("off", "words", "words+punctuation"):
+        for threshold in (0.05, 0.1, 0.15, 0.2, 0.3, 0.5):
+            waited = split = n_complete = whole = n_hes = 0
+            for r in rows:
+                verdicts = [turn_complete(p, t, threshold, check) for p, t in r["asks"]]
+                early = r["utterances"] != 1 or any(verdicts[:-1])
+                if r["kind"] == "complete":
+                    n_complete += 1
+                    split += early
+                    waited += not early and not (verdicts and verdicts[-1])
+                elif r["pause_s"] <= 1.2 + 1e-9:
+                    n_hes += 1
+                    whole += not early
+            table.append(
+                {
+                    "check": check,
+                    "threshold": f"{threshold:g}",
+                    "fallback": f"{waited}/{n_complete}",
+                    "split turns": f"{split}/{n_complete}",
+                    "whole<=1.2s": f"{whole}/{n_hes}",
+                }
+            )
+    print_table(table)
 
 
 def bench(
@@ -323,6 +384,7 @@ def bench(
     pauses: list[float],
     piper: bool,
     base: HearingSettings,
+    asks_path: Path | None = None,
 ) -> int:
     """Run every configuration over the same clips and print the table."""
     from audio.hearing.turn_model import SmartTurnModel, resolve_model_path
@@ -348,6 +410,8 @@ def bench(
         )
         print(f"[{name}: {time.monotonic() - start:.0f} s]")
         print_details(name, outcomes)
+        if asks_path is not None and settings.turn_detector == "smart_turn":
+            dump_asks(asks_path, name, outcomes)
         rows.append(summary(name, outcomes, pauses))
     print()
     print_table(rows)

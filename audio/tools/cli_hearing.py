@@ -128,6 +128,14 @@ def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction)
     t.add_argument("--hesitations", type=int, default=12, help="real sentences to cut (default 12)")
     t.add_argument("--pauses", default="0.6,0.9,1.2,1.5", help="stretched pause lengths in s")
     t.add_argument("--no-piper", action="store_true", help="leave out the Piper-voiced sentences")
+    t.add_argument(
+        "--asks",
+        type=Path,
+        default=None,
+        help="append every question (probability, speculative text) as JSON lines here; with "
+        "--configs smart_turn:off:1 every pause is asked, and --replay FILE compares verdict rules",
+    )
+    t.add_argument("--replay", action="store_true", help="DIR is an --asks file: replay verdict rules on it")
     t.set_defaults(func=_bench_turns)
 
 
@@ -220,6 +228,11 @@ def _bench_turns(args: argparse.Namespace) -> int:
     from audio.hearing.stt import ModelUnavailable
     from audio.tools.bench_turns import bench
 
+    if args.replay:
+        from audio.tools.bench_turns import evaluate_policies
+
+        evaluate_policies(args.dir)
+        return 0
     try:
         return bench(
             args.dir,
@@ -229,6 +242,7 @@ def _bench_turns(args: argparse.Namespace) -> int:
             pauses=[float(p) for p in args.pauses.split(",")],
             piper=not args.no_piper,
             base=HearingSettings(),
+            asks_path=args.asks,
         )
     except (ModelUnavailable, ValueError, OSError) as err:
         print(f"bench turns: {err}", file=sys.stderr)
