@@ -103,7 +103,10 @@ class TurnAsk:
     probability: float
     text: str | None
     complete: bool
+    """The verdict given (False when ``stale``)."""
     cpu_ms: float
+    stale: bool = False
+    """The answer came after speech resumed or the utterance ended: nothing was decided on it."""
 
 
 class Listener:
@@ -435,15 +438,14 @@ class Listener:
         if self.settings.turn_text_check != "off" and spec.decode is not None:
             with contextlib.suppress(Exception, asyncio.CancelledError):
                 text = (await asyncio.shield(spec.decode)).text
-        if self._spec is not spec:
-            return  # speech resumed, or the utterance already ended (fallback, max length, close)
-        complete = turn_complete(
+        stale = self._spec is not spec  # speech resumed, or the utterance ended (fallback, close)
+        complete = not stale and turn_complete(
             verdict.probability, text, self.settings.turn_threshold, self.settings.turn_text_check
         )
-        self.turn_asks.append(
-            TurnAsk(spec.uid, spec.ask, verdict.probability, text, complete, verdict.cpu_ms)
-        )
-        self._handle(self._segmenter.endpointer.verdict(spec.ask, complete))
+        ask = TurnAsk(spec.uid, spec.ask, verdict.probability, text, complete, verdict.cpu_ms, stale)
+        self.turn_asks.append(ask)
+        if not stale:
+            self._handle(self._segmenter.endpointer.verdict(spec.ask, complete))
 
     def _drop_spec(self) -> None:
         spec, self._spec = self._spec, None

@@ -133,7 +133,7 @@ async def test_real_sentence_ends_on_the_model_well_before_the_fallback_with_one
     assert asks[-1].complete and all(not a.complete for a in asks[:-1])
     # The question at the final pause was decoded once, and that decode is the transcript; the
     # decodes of earlier pauses (the user went on) were dropped or left unused.
-    assert len(stt.calls) == len(asks) and model.calls == len(asks)
+    assert len(stt.calls) <= len(asks) and model.calls == len(asks)
 
 
 @pytest.mark.parametrize("pause_s", [1.2])
