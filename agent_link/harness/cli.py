@@ -6,7 +6,7 @@ import argparse
 import asyncio
 import logging
 
-from device.config import DEFAULT_DEVICE_ID
+from agent_link.protocol.topics import DEFAULT_DEVICE_ID
 
 _LOGGER = logging.getLogger(__name__)
 

@@ -46,8 +46,7 @@ from agent_link.protocol.messages import (
     decode_event,
     decode_status,
 )
-from agent_link.protocol.topics import Topics
-from device.config import DEFAULT_DEVICE_ID
+from agent_link.protocol.topics import DEFAULT_DEVICE_ID, Topics
 
 _LOGGER = logging.getLogger(__name__)
 
