@@ -13,16 +13,6 @@ PACKAGES = ("audio", "face", "agent_link", "device", "tests")
 KNOWN_CYCLES: tuple[frozenset[str], ...] = (
     # The sounddevice sink and the sink factory: the `duplex` work breaks it (issue 23 item 5).
     frozenset({"audio.edges.sinks", "audio.edges.sounddevice_sink"}),
-    # The scenario registry imports the bundled scenarios so that they register; they import the
-    # decorator from it (a plugin registry: load_scenarios() belongs in a module of its own).
-    frozenset(
-        {
-            "agent_link.harness.scenario",
-            "agent_link.harness.scenarios",
-            "agent_link.harness.scenarios.conformance",
-            "agent_link.harness.scenarios.conformance_commands",
-        }
-    ),
 )
 """Cycles known and owned elsewhere; a new one fails the test."""
 
