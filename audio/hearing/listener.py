@@ -61,8 +61,8 @@ from audio.events import (
     UtteranceFailed,
 )
 from audio.hearing.echo_tail import EchoTail
+from audio.hearing.engine import Transcriber, Transcription
 from audio.hearing.settings import HearingSettings
-from audio.hearing.stt import Transcriber, Transcription
 from audio.hearing.turn import turn_complete
 from audio.hearing.turn_model import TurnModel, TurnVerdict, make_turn_model
 from audio.hearing.utterance_parts import join_transcriptions

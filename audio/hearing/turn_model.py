@@ -23,8 +23,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from audio.edges.wav import FloatArray
+from audio.hearing.engine import SAMPLE_RATE, ModelUnavailable
 from audio.hearing.settings import HearingSettings
-from audio.hearing.stt import SAMPLE_RATE, ModelUnavailable
 
 MODEL_FILE = "smart-turn-v3.2-cpu.onnx"
 MODEL_SHA256 = "2bb026316b14a660486a75b1733cd3fbab8c2fd0314dc9af7be49f8cca967e4f"

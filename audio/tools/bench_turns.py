@@ -30,9 +30,9 @@ import numpy as np
 from audio.edges.capture import SimulatedMicrophone
 from audio.edges.wav import FloatArray
 from audio.events import AudioEvent, SpeechEnded, SpeechStarted, Transcribed, UtteranceFailed
+from audio.hearing.engine import Transcriber
 from audio.hearing.listener import Listener, TurnAsk
 from audio.hearing.settings import HearingSettings
-from audio.hearing.stt import Transcriber
 from audio.hearing.turn_model import TurnModel
 from audio.hearing.vad import frame_level_db
 
@@ -387,15 +387,15 @@ def bench(
     asks_path: Path | None = None,
 ) -> int:
     """Run every configuration over the same clips and print the table."""
+    from audio.hearing.stt import make_transcriber
     from audio.hearing.turn_model import SmartTurnModel, resolve_model_path
-    from audio.hearing.whisper_stt import WhisperTranscriber
 
     clips = build_clips(directory, limit, hesitations, pauses, piper)
     n_complete = sum(c.kind == "complete" for c in clips)
     print(
         f"{n_complete} complete turns, {len(clips) - n_complete} hesitations, {len(configs)} configurations"
     )
-    transcriber = WhisperTranscriber(base)
+    transcriber = make_transcriber(base)  # the runtime's: Whisper behind the speech gate
     transcriber.load()
     model = SmartTurnModel(resolve_model_path(base.turn_model))
     model.load()
