@@ -90,7 +90,8 @@ class _Speculation:
 
     uid: str
     ask: int
-    decode: asyncio.Future[Transcription] | None
+    decode: Future[Transcription] | None
+    """On the Whisper thread; cancelled only while it has not started (a running decode finishes)."""
     model: asyncio.Future[TurnVerdict]
 
 
@@ -407,7 +408,8 @@ class Listener:
         self._emit(SpeechEnded(utterance=uid, audio_ms=audio_ms, ts=self._ts_of(ev.end_offset), end=ev.end))
         if spec is not None and spec.uid == uid and ev.asked == spec.ask and spec.decode is not None:
             # No speech since the question: its decode is of exactly this audio.
-            self._start_decode(uid, ev.audio[:0], ev.speech_ratio, [*parts, spec.decode])
+            reused = asyncio.wrap_future(spec.decode)
+            self._start_decode(uid, ev.audio[:0], ev.speech_ratio, [*parts, reused])
             return
         if spec is not None:
             self._cancel_spec(spec)
@@ -421,7 +423,9 @@ class Listener:
         self._drop_spec()
         loop = asyncio.get_running_loop()
         model = loop.run_in_executor(self._turn_executor, self._turn_model.predict, q.context)
-        decode = self._submit_decode(q.audio, q.speech_ratio) if len(q.audio) else None
+        decode = (
+            self._executor.submit(self._stt.transcribe, q.audio, q.speech_ratio) if len(q.audio) else None
+        )
         self._spec = _Speculation(uid=uid, ask=q.ask, decode=decode, model=model)
         task = asyncio.create_task(self._judge(self._spec), name=f"turn-{uid}-{q.ask}")
         self._decodes.add(task)
@@ -437,7 +441,7 @@ class Listener:
         text: str | None = None
         if self.settings.turn_text_check != "off" and spec.decode is not None:
             with contextlib.suppress(Exception, asyncio.CancelledError):
-                text = (await asyncio.shield(spec.decode)).text
+                text = (await asyncio.wrap_future(spec.decode)).text
         stale = self._spec is not spec  # speech resumed, or the utterance ended (fallback, close)
         complete = not stale and turn_complete(
             verdict.probability, text, self.settings.turn_threshold, self.settings.turn_text_check
