@@ -15,7 +15,9 @@ already running when the microphone closes still completes and emits its result.
 
 Turn-taking (``hearing.turn_detector = "smart_turn"``): at the first ``turn_pause_ms`` pause after
 real speech (an endpointer ``TurnQuestion``) the end-of-turn model runs on its own thread and the
-Whisper decode of the audio so far starts beside it (speculative). When both are in, the model's
+Whisper decode of the audio so far starts beside it (speculative) -- unless the Whisper thread is
+still busy with an earlier pause's decode, then it starts only once the model says the turn may be
+complete. A probability under ``turn_threshold`` is "unfinished" at once; otherwise the model's
 probability and the transcript's words (``audio.hearing.turn``) give the verdict the endpointer
 gets. A turn that ends with no speech since the question (``turn_complete``, or the fallback
 silence) takes that decode as its transcript: no second decode. Speech that resumes makes the
@@ -93,6 +95,7 @@ class _Speculation:
     decode: Future[Transcription] | None
     """On the Whisper thread; cancelled only while it has not started (a running decode finishes)."""
     model: asyncio.Future[TurnVerdict]
+    question: TurnQuestion
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +146,7 @@ class Listener:
             self._turn_model = loaded
         self._turn_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="turn")
         self._spec: _Speculation | None = None
+        self._whisper_jobs: set[Future[Transcription]] = set()
         self.turn_asks: deque[TurnAsk] = deque(maxlen=1000)
         """The latest questions to the end-of-turn model and their verdicts."""
         self._block_clock = (0.0, 0)
@@ -417,16 +421,17 @@ class Listener:
 
     # ---- turn-taking ------------------------------------------------------------------------------
     def _ask(self, uid: str, q: TurnQuestion) -> None:
-        """A pause after speech: run the end-of-turn model and the speculative decode side by side."""
+        """A pause after speech: run the end-of-turn model and, if the Whisper thread is free, the
+        speculative decode beside it (if it is busy -- an earlier pause's decode the user spoke on
+        past -- the decode waits for the model and runs only if the turn may be complete)."""
         if self._turn_model is None:
             return
         self._drop_spec()
         loop = asyncio.get_running_loop()
         model = loop.run_in_executor(self._turn_executor, self._turn_model.predict, q.context)
-        decode = (
-            self._executor.submit(self._stt.transcribe, q.audio, q.speech_ratio) if len(q.audio) else None
-        )
-        self._spec = _Speculation(uid=uid, ask=q.ask, decode=decode, model=model)
+        self._spec = _Speculation(uid=uid, ask=q.ask, decode=None, model=model, question=q)
+        if not any(not f.done() for f in self._whisper_jobs):
+            self._speculate(self._spec)
         task = asyncio.create_task(self._judge(self._spec), name=f"turn-{uid}-{q.ask}")
         self._decodes.add(task)
         task.add_done_callback(self._decodes.discard)
@@ -438,6 +443,18 @@ class Listener:
         except Exception as err:  # a model that fails leaves the turn to the fallback silence
             _LOGGER.error("end-of-turn model failed: %s", err)
             return
+        if verdict.probability < self.settings.turn_threshold:
+            # Unfinished whatever the words say: no decode needed for the verdict (one not started
+            # yet never runs; a running one finishes and serves the fallback if nothing follows).
+            if spec.decode is not None and spec.decode.cancel():
+                spec.decode = None
+            stale = self._spec is not spec
+            self.turn_asks.append(
+                TurnAsk(spec.uid, spec.ask, verdict.probability, None, False, verdict.cpu_ms, stale)
+            )
+            return
+        if spec.decode is None and self._spec is spec:
+            self._speculate(spec)
         text: str | None = None
         if self.settings.turn_text_check != "off" and spec.decode is not None:
             with contextlib.suppress(Exception, asyncio.CancelledError):
@@ -450,6 +467,19 @@ class Listener:
         self.turn_asks.append(ask)
         if not stale:
             self._handle(self._segmenter.endpointer.verdict(spec.ask, complete))
+
+    def _speculate(self, spec: _Speculation) -> None:
+        """Start the speculative decode of the question's audio on the Whisper thread."""
+        q = spec.question
+        if len(q.audio):
+            spec.decode = self._whisper(q.audio, q.speech_ratio)
+
+    def _whisper(self, audio: FloatArray, speech_ratio: float) -> Future[Transcription]:
+        """Queue a decode on the Whisper thread (tracked: a speculative decode starts beside the
+        model only when none is in flight)."""
+        job = self._executor.submit(self._stt.transcribe, audio, speech_ratio)
+        self._whisper_jobs = {f for f in self._whisper_jobs if not f.done()} | {job}
+        return job
 
     def _drop_spec(self) -> None:
         spec, self._spec = self._spec, None
@@ -477,8 +507,7 @@ class Listener:
             self._emit(UtteranceFailed(utterance=uid, reason="interrupted", detail=detail, ts=time.time()))
 
     def _submit_decode(self, audio: FloatArray, speech_ratio: float) -> asyncio.Future[Transcription]:
-        loop = asyncio.get_running_loop()
-        return loop.run_in_executor(self._executor, self._stt.transcribe, audio, speech_ratio)
+        return asyncio.wrap_future(self._whisper(audio, speech_ratio))
 
     def _start_decode(
         self,
