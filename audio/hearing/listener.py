@@ -82,6 +82,10 @@ from audio.hearing.vad import (
 _LOGGER = logging.getLogger(__name__)
 
 
+TEXT_WAIT_S = 0.6
+"""Longest the turn verdict waits for the speculative decode's text after the model answered, in s."""
+
+
 def _new_id() -> str:
     return "u-" + uuid.uuid4().hex[:12]
 
@@ -457,8 +461,11 @@ class Listener:
             self._speculate(spec)
         text: str | None = None
         if self.settings.turn_text_check != "off" and spec.decode is not None:
-            with contextlib.suppress(Exception, asyncio.CancelledError):
-                text = (await asyncio.wrap_future(spec.decode)).text
+            # A decode slower than TEXT_WAIT_S (a loaded board) leaves the verdict to the model: the
+            # pause would otherwise outlast the fallback silence while the decode runs.
+            with contextlib.suppress(Exception, asyncio.CancelledError, TimeoutError):
+                wait = asyncio.shield(asyncio.wrap_future(spec.decode))
+                text = (await asyncio.wait_for(wait, TEXT_WAIT_S)).text
         stale = self._spec is not spec  # speech resumed, or the utterance ended (fallback, close)
         complete = not stale and turn_complete(
             verdict.probability, text, self.settings.turn_threshold, self.settings.turn_text_check
