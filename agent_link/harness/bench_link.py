@@ -5,9 +5,14 @@ and times until the device's QoS 1 event comes back. The device is, in turn:
 
 - ``paho echo``: a bare paho client (``loop_start`` thread) publishing the event from ``on_message``;
 - ``aiomqtt echo``: a bare aiomqtt client (``async for`` over its messages, then ``publish``);
-- ``MqttLink``: the device's link; its handler appends the event to a real outbox (SQLite, fsync'd,
-  as the device does) and calls ``notify_outbox``. Its row also shows the append's own time, so the
-  link's own share is ``round trip − append`` against the echo rows.
+- ``MqttLink``: the device's link; its handler appends the event to the outbox and calls
+  ``notify_outbox``; once with the outbox on disk (SQLite, fsync'd, as the device runs it: the
+  append and the delete after the PUBACK each wait for the disk) and once in memory (the link's own
+  share of the round trip).
+
+Each of them is measured on mosquitto's defaults and with ``set_tcp_nodelay true`` (as in
+``deploy/mosquitto/mosquitto.conf``): without it the broker's Nagle algorithm holds a PUBLISH that
+follows a PUBACK on the same socket until the client's delayed ACK, ~40 ms per round trip.
 """
 
 from __future__ import annotations
@@ -124,8 +129,8 @@ async def _aiomqtt_echo(port: int, agent: _Agent, rounds: int) -> list[float]:
                 await task
 
 
-async def _link(port: int, agent: _Agent, rounds: int, tmp: Path) -> tuple[list[float], list[float]]:
-    outbox = Outbox(tmp / "outbox.db", _DEVICE, 1)
+async def _link(port: int, agent: _Agent, rounds: int, db: Path) -> tuple[list[float], list[float]]:
+    outbox = Outbox(db, _DEVICE, 1)
     appends: list[float] = []
     link: MqttLink | None = None
 
@@ -157,9 +162,14 @@ def _row(name: str, times: list[float], note: str = "") -> str:
 
 
 async def _run(rounds: int) -> None:
-    print(f"command → event round trip over a loopback mosquitto, {rounds} rounds (ms); all clients TCP_NODELAY")
+    print(
+        f"command → event round trip over a loopback mosquitto, {rounds} rounds (ms); all clients TCP_NODELAY"
+    )
     print(f"{'device':<14} {'median':>8} {'p90':>8} {'min':>8}")
-    for title, extra in (("mosquitto defaults", ""), ("set_tcp_nodelay true (deploy/)", "set_tcp_nodelay true")):
+    for title, extra in (
+        ("mosquitto defaults", ""),
+        ("set_tcp_nodelay true (deploy/)", "set_tcp_nodelay true"),
+    ):
         print(f"-- broker: {title}")
         with tempfile.TemporaryDirectory() as tmp:
             broker = Mosquitto(Path(tmp) / "broker", extra_config=extra)
@@ -169,11 +179,13 @@ async def _run(rounds: int) -> None:
                     with _paho_echo(broker.port):
                         print(_row("paho echo", await _measure(agent, rounds)))
                     print(_row("aiomqtt echo", await _aiomqtt_echo(broker.port, agent, rounds)))
-                    link_times, appends = await _link(broker.port, agent, rounds, Path(tmp))
+                    disk, appends = await _link(broker.port, agent, rounds, Path(tmp) / "outbox.db")
+                    memory, _ = await _link(broker.port, agent, rounds, Path(":memory:"))
             finally:
                 broker.kill()
         append_ms = statistics.median(appends) * 1000
-        print(_row("MqttLink", link_times, f"(includes the outbox append: median {append_ms:.2f} ms)"))
+        print(_row("MqttLink disk", disk, f"outbox on disk (fsync'd append: median {append_ms:.2f} ms)"))
+        print(_row("MqttLink mem", memory, "outbox in memory: the link's own share"))
 
 
 def run(rounds: int) -> None:

@@ -124,24 +124,8 @@ class MqttLink:
                 started = time.monotonic()
                 try:
                     await self._connection()
-                except ConnectRefused as err:
-                    self._log_refused(err)
-                except PublishRefused as err:
-                    _LOGGER.error(
-                        "%s; the event stays in the outbox and is retried with back-off (check the broker ACL)",
-                        err,
-                    )
-                except (ConnectionLost, OSError) as err:
-                    if _is_tls_failure(err):
-                        _LOGGER.error(
-                            "TLS with broker %s failed: %s (check ca_file / cert_file / key_file)",
-                            self.settings.broker,
-                            err,
-                        )
-                    else:
-                        _LOGGER.warning("MQTT connection to %s lost or failed: %s", self.settings.broker, err)
-                except Exception:  # a bug or an outbox failure must not end the link task
-                    _LOGGER.exception("MQTT link error; reconnecting")
+                except Exception as err:  # a bug or an outbox failure must not end the link task either
+                    self._log_failure(err)
                 finally:
                     if self._connected:
                         self._connected = False
@@ -318,6 +302,25 @@ class MqttLink:
             self._on_connection(connected, detail)
         except Exception:
             _LOGGER.exception("on_connection handler failed")
+
+    def _log_failure(self, err: Exception) -> None:
+        """Say why the connection ended, with what to check."""
+        if isinstance(err, ConnectRefused):
+            self._log_refused(err)
+        elif isinstance(err, PublishRefused):
+            _LOGGER.error(
+                "%s; the event stays in the outbox and is retried with back-off (check the broker ACL)", err
+            )
+        elif isinstance(err, ConnectionLost | OSError) and _is_tls_failure(err):
+            _LOGGER.error(
+                "TLS with broker %s failed: %s (check ca_file / cert_file / key_file)",
+                self.settings.broker,
+                err,
+            )
+        elif isinstance(err, ConnectionLost | OSError):
+            _LOGGER.warning("MQTT connection to %s lost or failed: %s", self.settings.broker, err)
+        else:
+            _LOGGER.error("MQTT link error; reconnecting", exc_info=err)
 
     def _log_refused(self, err: ConnectRefused) -> None:
         hint = ""
