@@ -264,8 +264,10 @@ class MqttConnection:
     def _paho_disconnect(
         self, client: paho.Client, userdata: Any, flags: Any, reason: ReasonCode, props: Any
     ) -> None:
-        detail = f" ({self._last_paho_error})" if self._last_paho_error else ""
-        self._fail(ConnectionLost(f"{reason}{detail}"))
+        if getattr(flags, "is_disconnect_packet_from_server", False):
+            self._fail(ConnectionLost(f"the broker disconnected: {reason}"))
+        else:  # paho's reason code here is a stand-in; the socket error it logged says more
+            self._fail(ConnectionLost(f"connection lost ({self._last_paho_error or reason})"))
 
     def _paho_reply(self, client: paho.Client, userdata: Any, mid: int, reason: Any, props: Any) -> None:
         """PUBACK (one reason code), SUBACK / UNSUBACK (a list of them) for packet ``mid``."""
