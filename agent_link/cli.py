@@ -24,7 +24,9 @@ def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction)
     b.add_argument("--events", type=int, default=500, help="events to append (default 500)")
     b.add_argument("--dir", type=Path, default=None, help="directory for the database (default: a temp dir)")
     b.set_defaults(func=_bench_outbox)
-    b = bench.add_parser("link", help="command → event round trip through the MQTT link vs naive clients")
+    b = bench.add_parser(
+        "link", help="command → event round trip through the MQTT link vs a bare paho client"
+    )
     b.add_argument("--rounds", type=int, default=200, help="round trips per device (default 200)")
     b.set_defaults(func=_bench_link)
 

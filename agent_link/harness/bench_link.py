@@ -1,10 +1,9 @@
-"""``robot-face bench link``: command → event round trip through the MQTT link, beside naive clients.
+"""``robot-face bench link``: command → event round trip through the MQTT link, beside a bare paho client.
 
 A private mosquitto on loopback; an agent (paho, its own network thread) publishes a QoS 1 command
 and times until the device's QoS 1 event comes back. The device is, in turn:
 
 - ``paho echo``: a bare paho client (``loop_start`` thread) publishing the event from ``on_message``;
-- ``aiomqtt echo``: a bare aiomqtt client (``async for`` over its messages, then ``publish``);
 - ``MqttLink``: the device's link; its handler appends the event to the outbox and calls
   ``notify_outbox``; once with the outbox on disk (SQLite, fsync'd, as the device runs it: the
   append and the delete after the PUBACK each wait for the disk) and once in memory (the link's own
@@ -28,7 +27,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import aiomqtt
 import paho.mqtt.client as paho
 from paho.mqtt.enums import CallbackAPIVersion
 
@@ -111,24 +109,6 @@ def _paho_echo(port: int) -> Iterator[None]:
         client.loop_stop()
 
 
-async def _aiomqtt_echo(port: int, agent: _Agent, rounds: int) -> list[float]:
-    async with aiomqtt.Client("127.0.0.1", port, identifier="bench-aiomqtt", protocol=aiomqtt.ProtocolVersion.V5,
-                              socket_options=((socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),)) as client:  # fmt: skip
-        await client.subscribe(_TOPICS.command, qos=1)
-
-        async def echo() -> None:
-            async for _ in client.messages:
-                await client.publish(_TOPICS.event, b'{"v":1,"type":"tap"}', qos=1)
-
-        task = asyncio.create_task(echo())
-        try:
-            return await _measure(agent, rounds)
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-
-
 async def _link(port: int, agent: _Agent, rounds: int, db: Path) -> tuple[list[float], list[float]]:
     outbox = Outbox(db, _DEVICE, 1)
     appends: list[float] = []
@@ -178,7 +158,6 @@ async def _run(rounds: int) -> None:
                 with _Agent(broker.port) as agent:
                     with _paho_echo(broker.port):
                         print(_row("paho echo", await _measure(agent, rounds)))
-                    print(_row("aiomqtt echo", await _aiomqtt_echo(broker.port, agent, rounds)))
                     disk, appends = await _link(broker.port, agent, rounds, Path(tmp) / "outbox.db")
                     memory, _ = await _link(broker.port, agent, rounds, Path(":memory:"))
             finally:
