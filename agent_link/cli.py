@@ -1,4 +1,4 @@
-"""``robot-face schema`` (regenerate the protocol docs), ``robot-face bench outbox`` and ``bench link``."""
+"""``robot-face schema`` (regenerate the protocol docs) and ``robot-face bench outbox``."""
 
 from __future__ import annotations
 
@@ -24,11 +24,6 @@ def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction)
     b.add_argument("--events", type=int, default=500, help="events to append (default 500)")
     b.add_argument("--dir", type=Path, default=None, help="directory for the database (default: a temp dir)")
     b.set_defaults(func=_bench_outbox)
-    b = bench.add_parser(
-        "link", help="command → event round trip through the MQTT link vs a bare paho client"
-    )
-    b.add_argument("--rounds", type=int, default=200, help="round trips per device (default 200)")
-    b.set_defaults(func=_bench_link)
 
 
 def _schema(args: argparse.Namespace) -> int:
@@ -42,13 +37,6 @@ def _schema(args: argparse.Namespace) -> int:
         return 1 if stale else 0
     for path in write_docs(docs):
         print(f"wrote {path}")
-    return 0
-
-
-def _bench_link(args: argparse.Namespace) -> int:
-    from agent_link.harness.bench_link import run  # starts mosquitto: imported only here
-
-    run(args.rounds)
     return 0
 
 
