@@ -1,0 +1,146 @@
+"""The echo-cancelling front end (real WebRTC APM from livekit) in the simulated room, with the
+project's own Piper voice as the far end and recorded speech as the user."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from audio.edges.capture import SimulatedMicrophone
+from audio.edges.sim_room import RoomEcho, SimRoomSettings
+from audio.edges.sinks import NullSink
+from audio.edges.wav import FloatArray, load_audio
+from audio.hearing.front_end import (
+    RATE,
+    EchoCanceller,
+    FrontEnd,
+    FrontEndOptions,
+    FrontEndSource,
+    FrontEndUnavailable,
+)
+from audio.hearing.vad import frame_level_db
+from audio.speaking.playback import PlaybackMark
+from audio.tools.bench_duplex import Reply, cancel, echo_of, erle_db, synthesise_replies
+from tests.audio.conftest import HEARING_SPEECH_DIR
+
+DIGITS = [HEARING_SPEECH_DIR / "fsdd" / f"{d}_jackson_0.wav" for d in range(10)]
+
+
+@pytest.fixture(scope="module")
+def reply() -> Reply:
+    return synthesise_replies(1)[0]
+
+
+@pytest.mark.parametrize(
+    "room",
+    [
+        SimRoomSettings(),
+        SimRoomSettings(delay_ms=120.0, echo_db=0.0, rt60_s=0.6),
+        SimRoomSettings(delay_ms=10.0),
+    ],
+    ids=["default", "far-loud-reverberant", "near"],
+)
+def test_echo_of_a_piper_reply_is_cancelled_by_more_than_25_db(reply: Reply, room: SimRoomSettings) -> None:
+    echo = echo_of(reply.audio, reply.rate, room)
+    cleaned, front = cancel(
+        reply.audio, reply.rate, echo, FrontEndOptions(echo_delay_ms=round(room.delay_ms))
+    )
+    assert erle_db(echo, cleaned) > 25.0
+    assert front.stats.frames == len(echo) // 160
+    assert 0.0 < front.stats.cpu_per_frame_ms < 2.0  # a tenth of a 10 ms frame, with a wide margin
+
+
+def test_without_the_reference_nothing_is_cancelled(reply: Reply) -> None:
+    """The mechanism: the canceller needs the far end; fed silence as the reference it removes no echo."""
+    echo = echo_of(reply.audio, reply.rate, SimRoomSettings())
+    silent = np.zeros_like(reply.audio)
+    cleaned, _ = cancel(silent, reply.rate, echo, FrontEndOptions(noise_suppression=False))
+    assert erle_db(echo, cleaned) < 6.0
+
+
+def _speech() -> FloatArray:
+    """Ten recorded digits, one after the other (about 4 s)."""
+    return np.concatenate([load_audio(p, RATE) for p in DIGITS])
+
+
+def test_the_users_speech_passes_when_nothing_plays() -> None:
+    user = _speech()
+    cleaned, _ = cancel(np.zeros(RATE, np.float32), RATE, user, FrontEndOptions())
+    assert abs(frame_level_db(cleaned[RATE:]) - frame_level_db(user[RATE:])) < 3.0
+
+
+def test_the_users_speech_stands_out_over_the_cancelled_echo(reply: Reply) -> None:
+    """Double talk: user and echo equally loud at the microphone; after cancelling, what is left is
+    the user's speech (its level within 3 dB of the user's alone), not the echo."""
+    echo = echo_of(reply.audio, reply.rate, SimRoomSettings())
+    user = _speech()[: len(echo) - RATE]
+    user = user * 10 ** ((frame_level_db(echo[RATE:]) - frame_level_db(user)) / 20)
+    mic = echo.copy()
+    mic[RATE : RATE + len(user)] += user
+    cleaned, _ = cancel(reply.audio, reply.rate, mic, FrontEndOptions())
+    span = slice(RATE + RATE // 2, RATE + len(user))
+    assert (
+        abs(frame_level_db(cleaned[span]) - frame_level_db(user[span.start - RATE : span.stop - RATE])) < 3.0
+    )
+    assert frame_level_db(cleaned[span]) < frame_level_db(mic[span]) - 1.5  # the echo's share is gone
+
+
+def test_a_missing_library_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "livekit.rtc", None)
+    with pytest.raises(FrontEndUnavailable, match="livekit"):
+        EchoCanceller(FrontEndOptions())
+
+
+def test_a_stalled_or_jumping_reference_is_a_fault() -> None:
+    front = FrontEnd(FrontEndOptions())
+    block = np.zeros(480, dtype=np.float32)
+    for k in range(200):  # 6 s of microphone without any reference
+        front.process(block, 100.0 + k * 0.03)
+    assert front.fault(106.0) == "no reference from the speaker"
+    front.reference(np.zeros(160, np.float32), 106.0, RATE)
+    front.process(block, 106.0)
+    assert front.fault(106.1) is None
+    assert "stopped" in (front.fault(108.0) or "")
+    for k in range(8):  # the play time jumps again and again (underruns, replugging)
+        front.reference(np.zeros(160, np.float32), 110.0 + k, RATE)
+    front.process(block, 117.0)
+    assert "jumped" in (front.fault(117.0) or "")
+
+
+def test_in_real_time_the_simulated_microphone_hears_the_speaker_and_the_front_end_cancels_it() -> None:
+    """Sink → reference tap → simulated room → simulated microphone → front end (worker thread)."""
+    rng = np.random.default_rng(0)
+
+    def render(out: FloatArray, t0: float) -> list[PlaybackMark]:
+        out[:] = rng.standard_normal(len(out)) * 0.05
+        return []
+
+    room = SimRoomSettings()
+    echo = RoomEcho(room, RATE)
+    raw: list[FloatArray] = []
+    cleaned: list[FloatArray] = []
+    mic = SimulatedMicrophone(RATE, 30, echo=echo)
+    source = FrontEndSource(mic, FrontEnd(FrontEndOptions(echo_delay_ms=40)))
+    sink = NullSink(rate=22050, block_ms=10)
+    faults: list[str] = []
+    source._on_fault = faults.append
+    sink.add_reference_tap(source.front.reference)
+    sink.add_reference_tap(echo.on_rendered)
+    sink.add_reference_tap(lambda block, t, rate: None)
+    sink.open(render, lambda ok, detail: None)
+    try:
+        assert source.open(cleaned.append, lambda detail: None) == RATE
+        time.sleep(2.5)
+        raw.append(echo.take(RATE, time.time() - 1.2))
+    finally:
+        source.close()
+        sink.close()
+    out = np.concatenate(cleaned)
+    assert len(out) > 1.5 * RATE
+    heard_db = frame_level_db(raw[0])
+    assert heard_db > -40.0  # the microphone hears the speaker
+    assert frame_level_db(out[-RATE:]) < heard_db - 15.0
+    assert faults == []
