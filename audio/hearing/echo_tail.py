@@ -116,13 +116,15 @@ class EchoGuard:
     ``hold_frames``), the canceller's echo return loss enhancement is tracked on the frames it
     passes as echo (``raw_db - clean_db``, smoothed; it starts at ``initial_erle_db``, a weak
     canceller); a frame counts as the user's speech only if the cleaned level stands at least
-    ``margin_db`` above the residual expected from that ERLE (``raw_db - erle``). What the user
-    adds is not cancelled, so their speech lifts the cleaned level over the expected residual; an
-    echo the canceller removes as well as before does not.
+    ``margin_db`` above the residual expected from that ERLE (``raw_db - erle``) -- or half the ERLE
+    when that is less (a weak canceller: the cleaned level can rise at most ERLE over its residue,
+    when the user drowns the echo). What the user adds is not cancelled, so their speech lifts the
+    cleaned level over the expected residual; an echo the canceller removes as well as before does not.
     """
 
     margin_db: float = 6.0
-    """How far above the expected residual echo a frame must stand to be speech (dB)."""
+    """How far above the expected residual echo a frame must stand to be speech (dB; at most half
+    the tracked ERLE)."""
     initial_erle_db: float = 6.0
     """The ERLE assumed before any was measured (dB)."""
     far_active_db: float = -50.0
@@ -142,7 +144,7 @@ class EchoGuard:
         if self._since_far > self.hold_frames:
             return is_speech
         above = clean_db - (raw_db - self.erle_db)
-        speech = is_speech and above >= self.margin_db
+        speech = is_speech and above >= min(self.margin_db, 0.5 * self.erle_db)
         if not speech and raw_db > -70.0:
             erle = min(60.0, max(0.0, raw_db - clean_db))
             self.erle_db += 0.05 * (erle - self.erle_db)

@@ -52,7 +52,9 @@ REPLIES: tuple[str, ...] = (
 DELAYS_MS = (10.0, 40.0, 80.0, 120.0)
 ECHO_DBS = (0.0, -6.0, -12.0)
 RT60S = (0.15, 0.3, 0.6)
-GUARDS = ("vad", "strict", "strict+residual")
+GUARDS = ("vad", "residual", "strict", "strict+residual")
+GUARD = "strict+residual"
+"""The guard the device uses while it plays (the one whose detections duck the reply here)."""
 VOLUME = 0.8
 """The speaker's default volume (``speaking.volume``)."""
 NOISE_DB = -65.0
@@ -123,11 +125,11 @@ def starts(
     signal: FloatArray, raw: FloatArray, far16: FloatArray, guard: str, settings: HearingSettings
 ) -> list[float]:
     """Times (s, when reported) of utterance starts by the VAD path on ``signal`` under ``guard``."""
-    if guard != "vad":
+    if guard.startswith("strict"):
         window = max(settings.start_window_ms, settings.barge_in_speech_ms + 60)
         settings = replace(settings, start_window_ms=window, start_speech_ms=settings.barge_in_speech_ms)
     detector, endpointer = SpeechDetector(settings), Endpointer(settings)
-    echo_guard = EchoGuard() if guard == "strict+residual" else None
+    echo_guard = EchoGuard() if guard.endswith("residual") else None
     n = settings.sample_rate * settings.block_ms // 1000
     found: list[float] = []
     for i in range(0, len(signal) - n + 1, n):
@@ -256,6 +258,48 @@ class BargeInFigures:
     early: dict[str, int]
 
 
+def duck(far: FloatArray, rate: int, from_s: float | None, db: float) -> FloatArray:
+    """``far`` ducked by ``db`` from ``from_s`` on (a 20 ms ramp); unchanged for None."""
+    if from_s is None or db == 0.0:
+        return far
+    gain = np.ones(len(far), dtype=np.float32)
+    at, ramp = int(from_s * rate), int(0.02 * rate)
+    low = 10 ** (db / 20)
+    gain[at : at + ramp] = np.linspace(1.0, low, len(gain[at : at + ramp]))
+    gain[at + ramp :] = low
+    return (far * gain).astype(np.float32)
+
+
+@dataclass
+class Trial:
+    """A user speaking over a reply the canceller has been hearing for a while (the previous one)."""
+
+    far: FloatArray
+    rate: int
+    cond: Condition
+    user: FloatArray
+    at: int
+    """Microphone sample where the user's clip starts."""
+
+    def mic(self, far: FloatArray, seed: int) -> tuple[FloatArray, FloatArray]:
+        """(microphone, its echo) with ``far`` (maybe ducked) playing."""
+        echo = echo_of(far, self.rate, self.cond.room())
+        mic = echo + _noise(len(echo), seed)
+        mic[self.at : self.at + len(self.user)] += self.user[: len(mic) - self.at]
+        return mic, echo
+
+
+def _trial(
+    replies: list[Reply], k: int, cond: Condition, clip: FloatArray, user_db: float, rng: np.random.Generator
+) -> Trial:
+    prev, reply = replies[(k + 1) % len(replies)], replies[k % len(replies)]
+    far = np.concatenate([prev.audio, reply.audio])
+    lead = len(prev.far16) / RATE
+    gain = 10 ** ((_rms_db(reply.far16) + user_db - _rms_db(clip)) / 20)
+    at = int((lead + rng.uniform(0.5, max(0.6, len(reply.far16) / RATE - 1.5))) * RATE)
+    return Trial(far, reply.rate, cond, (clip * gain).astype(np.float32), at)
+
+
 def run_barge_in(
     replies: list[Reply],
     clips: list[tuple[FloatArray, str]],
@@ -268,16 +312,14 @@ def run_barge_in(
     rooms = [c for c in conditions() if c.echo_db == -6.0]
     rng = np.random.default_rng(11)
     for k in range(trials):
-        reply, cond = replies[k % len(replies)], rooms[k % len(rooms)]
         clip, _ = clips[k % len(clips)]
-        echo = echo_of(reply.audio, reply.rate, cond.room())
-        gain = 10 ** ((_rms_db(reply.far16) + user_db - _rms_db(clip)) / 20)
-        at = int(rng.uniform(1.0, max(1.1, len(reply.far16) / RATE - 1.5)) * RATE)
-        mic = echo + _noise(len(echo), seed=100 + k)
-        mic[at : at + len(clip)] += clip[: len(mic) - at] * gain
-        cleaned, _ = cancel(reply.audio, reply.rate, mic, FrontEndOptions(echo_delay_ms=int(cond.delay_ms)))
-        far16 = np.pad(reply.far16, (0, max(0, len(mic) - len(reply.far16))))[: len(mic)]
-        onset = (at + _onset(clip)) / RATE
+        trial = _trial(replies, k, rooms[k % len(rooms)], clip, user_db, rng)
+        mic, _ = trial.mic(trial.far, seed=100 + k)
+        cleaned, _ = cancel(
+            trial.far, trial.rate, mic, FrontEndOptions(echo_delay_ms=int(trial.cond.delay_ms))
+        )
+        far16 = _far16(trial.far, trial.rate, len(mic))
+        onset = (trial.at + _onset(clip)) / RATE
         for guard in GUARDS:
             found = starts(cleaned, mic, far16, guard, settings)
             figures.early[guard] += sum(1 for t in found if t < onset - 0.05)
@@ -286,38 +328,61 @@ def run_barge_in(
     return figures
 
 
+def _far16(far: FloatArray, rate: int, n: int) -> FloatArray:
+    from audio.edges.wav import resample
+
+    f = resample(far, rate, RATE)
+    return np.pad(f, (0, max(0, n - len(f))))[:n]
+
+
 def run_wer(
-    replies: list[Reply], clips: list[tuple[FloatArray, str]], user_db: float, rooms: int
-) -> tuple[float, float, int]:
-    """WER (%) of digit sequences spoken over the echo (cleaned) vs alone; and the words counted."""
+    replies: list[Reply],
+    clips: list[tuple[FloatArray, str]],
+    user_db: float,
+    rooms: int,
+    settings: HearingSettings,
+) -> tuple[float, float, float, int]:
+    """WER (%) of five-digit sequences spoken over a reply: cleaned with the reply ducked from the
+    guard's detection on (as the device does), cleaned without ducking, and the words alone; and the
+    number of words."""
     from audio.hearing.stt import make_transcriber
     from audio.hearing.wer import reference_words, word_errors
 
     stt = make_transcriber(HearingSettings(stt_cross_check_model="off"))
     stt.load()
     gap = np.zeros(int(0.35 * RATE), dtype=np.float32)
-    errors_echo = errors_clean = words = 0
+    errors = {"ducked": 0, "over": 0, "alone": 0}
+    words = 0
+    rng = np.random.default_rng(12)
     room_list = [c for c in conditions() if c.echo_db >= -6.0][:: max(1, 24 // max(1, rooms))][:rooms]
     for k, cond in enumerate(room_list):
         chosen = [clips[(k * 5 + j) % len(clips)] for j in range(5)]
         user = np.concatenate([part for audio, _ in chosen for part in (audio, gap)])
         text = " ".join(w for _, w in chosen)
-        reply = replies[k % len(replies)]
-        far = np.concatenate([reply.audio, replies[(k + 1) % len(replies)].audio])
-        far16_level = _rms_db(reply.far16)
-        user = user * 10 ** ((far16_level + user_db - _rms_db(user)) / 20)
-        echo = echo_of(far, reply.rate, cond.room())
-        at = RATE
-        mic = echo + _noise(len(echo), seed=300 + k)
-        mic[at : at + len(user)] += user[: len(mic) - at]
-        cleaned, _ = cancel(far, reply.rate, mic, FrontEndOptions(echo_delay_ms=int(cond.delay_ms)))
-        span = cleaned[at - RATE // 4 : at + len(user) + RATE // 4]
-        clean_user = np.concatenate([np.zeros(RATE // 4, np.float32), user, np.zeros(RATE // 4, np.float32)])
-        clean_user = clean_user + _noise(len(clean_user), seed=400 + k)
-        errors_echo += word_errors(text, stt.transcribe(span).text)
-        errors_clean += word_errors(text, stt.transcribe(clean_user).text)
+        trial = _trial(replies, k, cond, user, user_db, rng)
+        trial = replace(trial, at=int(len(replies[(k + 1) % len(replies)].far16) + RATE // 2))
+        mic, _ = trial.mic(trial.far, seed=300 + k)
+        options = FrontEndOptions(echo_delay_ms=int(cond.delay_ms))
+        over, _ = cancel(trial.far, trial.rate, mic, options)
+        found = [
+            t
+            for t in starts(over, mic, _far16(trial.far, trial.rate, len(mic)), GUARD, settings)
+            if t * RATE >= trial.at
+        ]
+        ducked_far = duck(trial.far, trial.rate, found[0] if found else None, settings.duck_db)
+        ducked, _ = cancel(ducked_far, trial.rate, trial.mic(ducked_far, seed=300 + k)[0], options)
+        span = slice(trial.at - RATE // 4, trial.at + len(trial.user) + RATE // 4)
+        alone = np.concatenate([np.zeros(RATE // 4, np.float32), trial.user, np.zeros(RATE // 4, np.float32)])
+        alone = alone + _noise(len(alone), seed=400 + k)
+        for name, sig in (("ducked", ducked[span]), ("over", over[span]), ("alone", alone)):
+            errors[name] += word_errors(text, stt.transcribe(sig).text)
         words += reference_words(text)
-    return 100.0 * errors_echo / words, 100.0 * errors_clean / words, words
+    return (
+        100.0 * errors["ducked"] / words,
+        100.0 * errors["over"] / words,
+        100.0 * errors["alone"] / words,
+        words,
+    )
 
 
 def _pct(values: list[float | None], within: float) -> float:
@@ -329,7 +394,13 @@ def _median_ms(values: list[float | None]) -> str:
     return f"{1000 * statistics.median(hit):.0f}" if hit else "-"
 
 
-def print_tables(echo: EchoFigures, barge: BargeInFigures, wer: tuple[float, float, int] | None) -> None:
+def print_tables(
+    echo: EchoFigures,
+    barge: BargeInFigures,
+    wer: tuple[float, float, float, int] | None,
+    barge_db: float = -6.0,
+    barge_ms: int = 250,
+) -> None:
     """The benchmark's tables."""
     print(
         f"\nEcho only: {echo.replies} replies over {len(conditions())} rooms "
@@ -358,10 +429,11 @@ def print_tables(echo: EchoFigures, barge: BargeInFigures, wer: tuple[float, flo
             f"{g:<18}{_pct(lat, 0.3):>16.1f}{_pct(lat, 1.5):>12.1f}{_median_ms(lat):>11}{barge.early[g]:>20}"
         )
     if wer is not None:
-        over, clean, words = wer
+        ducked, over, alone, words = wer
         print(
-            f"\nWER of the user's words ({words} words): over the echo (cleaned) {over:.1f} %, alone {clean:.1f} %, "
-            f"difference {over - clean:+.1f} points"
+            f"\nWER of the user's words ({words} words): alone {alone:.1f} %; over the echo, cleaned, reply ducked "
+            f"from the detected start {ducked:.1f} % ({ducked - alone:+.1f} points); not ducked {over:.1f} % "
+            f"({over - alone:+.1f} points)"
         )
     cpu = statistics.median(echo.cpu_ms) if echo.cpu_ms else 0.0
     print(
@@ -380,8 +452,8 @@ def main(args: argparse.Namespace) -> int:
     echo = run_echo_only(replies, args.per_room, args.limit_db, settings)
     clips = _user_clips(Path(args.speech))
     barge = run_barge_in(replies, clips, args.trials, args.user_db, settings)
-    wer = None if args.no_wer else run_wer(replies, clips, args.user_db, args.wer_rooms)
-    print_tables(echo, barge, wer)
+    wer = None if args.no_wer else run_wer(replies, clips, args.user_db, args.wer_rooms, settings)
+    print_tables(echo, barge, wer, args.user_db, args.barge_in_ms)
     print(f"({time.monotonic() - t0:.0f} s)")
     return 0
 
