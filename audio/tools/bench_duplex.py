@@ -27,7 +27,7 @@ import itertools
 import math
 import statistics
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -194,32 +194,40 @@ class EchoFigures:
     false_starts: dict[tuple[str, str], int]
     replies: int
     cpu_ms: list[float]
+    cold_starts: dict[tuple[str, str], int] = field(default_factory=dict)
+    """Starts during the reply right after the canceller started (per variant and guard)."""
+
+    def __post_init__(self) -> None:
+        self.cold_starts = dict.fromkeys(self.false_starts, 0)
 
 
 def run_echo_only(
     replies: list[Reply], per_condition: int, limit_db: float, settings: HearingSettings
 ) -> EchoFigures:
-    """Every condition x ``per_condition`` replies with nobody speaking."""
+    """Every condition x ``per_condition`` replies with nobody speaking. Each measured reply follows
+    another one (the canceller runs all the time on the device); utterance starts during that first
+    reply, right after the canceller started, are counted apart (``cold_starts``)."""
     variants = ("raw", "full", f"limited {limit_db:.0f} dB")
     figures = EchoFigures({v: [] for v in variants}, {(v, g): 0 for v in variants for g in GUARDS}, 0, [])
     reply_cycle = itertools.cycle(replies)
-    options = FrontEndOptions(echo_delay_ms=0)
     for k, cond in enumerate(conditions()):
         for _ in range(per_condition):
-            reply = next(reply_cycle)
-            echo = echo_of(reply.audio, reply.rate, cond.room())
+            prev, reply = next(reply_cycle), next(reply_cycle)
+            far = np.concatenate([prev.audio, reply.audio])
+            lead = len(prev.far16) / RATE
+            echo = echo_of(far, reply.rate, cond.room())
             mic = echo + _noise(len(echo), seed=k)
-            cleaned, front = cancel(
-                reply.audio, reply.rate, mic, replace(options, echo_delay_ms=int(cond.delay_ms))
-            )
-            residual_full = cleaned  # nobody speaks: everything left is residual echo (+ noise)
-            signals = {"raw": mic, "full": residual_full, variants[2]: _limited(cleaned, echo, limit_db)}
-            far16 = np.pad(reply.far16, (0, max(0, len(mic) - len(reply.far16))))[: len(mic)]
+            cleaned, front = cancel(far, reply.rate, mic, FrontEndOptions(echo_delay_ms=int(cond.delay_ms)))
+            # nobody speaks: everything left is residual echo (+ noise)
+            signals = {"raw": mic, "full": cleaned, variants[2]: _limited(cleaned, echo, limit_db)}
+            far16 = _far16(far, reply.rate, len(mic))
             for name, sig in signals.items():
                 if name != "raw":
-                    figures.erle[name].append(erle_db(echo, sig))
+                    figures.erle[name].append(erle_db(echo[int(lead * RATE) :], sig[int(lead * RATE) :], 0.0))
                 for guard in GUARDS:
-                    figures.false_starts[(name, guard)] += len(starts(sig, mic, far16, guard, settings))
+                    found = starts(sig, mic, far16, guard, settings)
+                    figures.false_starts[(name, guard)] += sum(1 for t in found if t >= lead)
+                    figures.cold_starts[(name, guard)] += sum(1 for t in found if t < lead)
             figures.cpu_ms.append(front.stats.cpu_per_frame_ms)
             figures.replies += 1
     return figures
@@ -335,40 +343,48 @@ def _far16(far: FloatArray, rate: int, n: int) -> FloatArray:
     return np.pad(f, (0, max(0, n - len(f))))[:n]
 
 
+def _sentence(speech_dir: Path) -> tuple[FloatArray, str]:
+    """A real spoken sentence with its words: the JFK excerpt (11 s, 22 words)."""
+    from audio.tools.stt_clip import load_clip
+
+    for line in (speech_dir / "manifest.tsv").read_text().splitlines()[1:]:
+        rel, words, *_ = line.split("\t")
+        if rel.startswith("jfk/"):
+            return load_clip(speech_dir / rel, RATE), words
+    raise FileNotFoundError(f"no jfk clip listed in {speech_dir / 'manifest.tsv'}")
+
+
 def run_wer(
     replies: list[Reply],
-    clips: list[tuple[FloatArray, str]],
+    sentence: tuple[FloatArray, str],
     user_db: float,
     rooms: int,
     settings: HearingSettings,
 ) -> tuple[float, float, float, int]:
-    """WER (%) of five-digit sequences spoken over a reply: cleaned with the reply ducked from the
-    guard's detection on (as the device does), cleaned without ducking, and the words alone; and the
-    number of words."""
+    """WER (%) of a recorded sentence spoken over replies (the first one heard before it): cleaned
+    with the reply ducked from the guard's detection on (as the device does), cleaned without
+    ducking, and the sentence alone; and the number of words."""
     from audio.hearing.stt import make_transcriber
     from audio.hearing.wer import reference_words, word_errors
 
     stt = make_transcriber(HearingSettings(stt_cross_check_model="off"))
     stt.load()
-    gap = np.zeros(int(0.35 * RATE), dtype=np.float32)
     errors = {"ducked": 0, "over": 0, "alone": 0}
     words = 0
-    rng = np.random.default_rng(12)
+    audio, text = sentence
     room_list = [c for c in conditions() if c.echo_db >= -6.0][:: max(1, 24 // max(1, rooms))][:rooms]
     for k, cond in enumerate(room_list):
-        chosen = [clips[(k * 5 + j) % len(clips)] for j in range(5)]
-        user = np.concatenate([part for audio, _ in chosen for part in (audio, gap)])
-        text = " ".join(w for _, w in chosen)
-        trial = _trial(replies, k, cond, user, user_db, rng)
-        trial = replace(trial, at=int(len(replies[(k + 1) % len(replies)].far16) + RATE // 2))
+        order = [replies[(k + j) % len(replies)] for j in range(len(replies))]
+        far = np.concatenate([r.audio for r in order])
+        gain = 10 ** ((_rms_db(order[1].far16) + user_db - _rms_db(audio)) / 20)
+        trial = Trial(
+            far, order[0].rate, cond, (audio * gain).astype(np.float32), len(order[0].far16) + RATE // 2
+        )
         mic, _ = trial.mic(trial.far, seed=300 + k)
         options = FrontEndOptions(echo_delay_ms=int(cond.delay_ms))
         over, _ = cancel(trial.far, trial.rate, mic, options)
-        found = [
-            t
-            for t in starts(over, mic, _far16(trial.far, trial.rate, len(mic)), GUARD, settings)
-            if t * RATE >= trial.at
-        ]
+        far16 = _far16(trial.far, trial.rate, len(mic))
+        found = [t for t in starts(over, mic, far16, GUARD, settings) if t * RATE >= trial.at]
         ducked_far = duck(trial.far, trial.rate, found[0] if found else None, settings.duck_db)
         ducked, _ = cancel(ducked_far, trial.rate, trial.mic(ducked_far, seed=300 + k)[0], options)
         span = slice(trial.at - RATE // 4, trial.at + len(trial.user) + RATE // 4)
@@ -417,6 +433,8 @@ def print_tables(
         low = f"{min(erles):.1f}" if erles else "-"
         row = "".join(f"{100.0 * echo.false_starts[(name, g)] / echo.replies:>28.1f}" for g in GUARDS)
         print(f"{name:<16}{med:>12}{low:>10}{row}")
+    cold = "".join(f"{100.0 * echo.cold_starts[('full', g)] / echo.replies:>28.1f}" for g in GUARDS)
+    print(f"{'full, cold start':<38}{cold}   (the first reply after the canceller started)")
     print(
         f"\nBarge-in: {len(next(iter(barge.latencies.values())))} user onsets over replies (room echo -6 dB)"
     )
@@ -452,7 +470,11 @@ def main(args: argparse.Namespace) -> int:
     echo = run_echo_only(replies, args.per_room, args.limit_db, settings)
     clips = _user_clips(Path(args.speech))
     barge = run_barge_in(replies, clips, args.trials, args.user_db, settings)
-    wer = None if args.no_wer else run_wer(replies, clips, args.user_db, args.wer_rooms, settings)
+    wer = (
+        None
+        if args.no_wer
+        else run_wer(replies, _sentence(Path(args.speech)), args.user_db, args.wer_rooms, settings)
+    )
     print_tables(echo, barge, wer, args.user_db, args.barge_in_ms)
     print(f"({time.monotonic() - t0:.0f} s)")
     return 0
