@@ -122,9 +122,24 @@ def erle_db(echo: FloatArray, residual: FloatArray, skip_s: float = 1.0) -> floa
 
 
 def starts(
+    signal: FloatArray,
+    raw: FloatArray,
+    far16: FloatArray,
+    guard: str,
+    settings: HearingSettings,
+    start: float = 0.0,
+    end: float | None = None,
+) -> list[float]:
+    """Times (s, when reported) of utterance starts by the VAD path on ``signal[start:end]`` (its own
+    fresh VAD state, as after the device started listening) under ``guard``."""
+    lo, hi = int(start * RATE), None if end is None else int(end * RATE)
+    found = _starts(signal[lo:hi], raw[lo:hi], far16[lo:hi], guard, settings)
+    return [t + lo / RATE for t in found]
+
+
+def _starts(
     signal: FloatArray, raw: FloatArray, far16: FloatArray, guard: str, settings: HearingSettings
 ) -> list[float]:
-    """Times (s, when reported) of utterance starts by the VAD path on ``signal`` under ``guard``."""
     if guard.startswith("strict"):
         window = max(settings.start_window_ms, settings.barge_in_speech_ms + 60)
         settings = replace(settings, start_window_ms=window, start_speech_ms=settings.barge_in_speech_ms)
@@ -225,9 +240,10 @@ def run_echo_only(
                 if name != "raw":
                     figures.erle[name].append(erle_db(echo[int(lead * RATE) :], sig[int(lead * RATE) :], 0.0))
                 for guard in GUARDS:
-                    found = starts(sig, mic, far16, guard, settings)
-                    figures.false_starts[(name, guard)] += sum(1 for t in found if t >= lead)
-                    figures.cold_starts[(name, guard)] += sum(1 for t in found if t < lead)
+                    figures.false_starts[(name, guard)] += len(starts(sig, mic, far16, guard, settings, lead))
+                    figures.cold_starts[(name, guard)] += len(
+                        starts(sig, mic, far16, guard, settings, 0.0, lead)
+                    )
             figures.cpu_ms.append(front.stats.cpu_per_frame_ms)
             figures.replies += 1
     return figures
@@ -288,6 +304,8 @@ class Trial:
     user: FloatArray
     at: int
     """Microphone sample where the user's clip starts."""
+    lead: float = 0.0
+    """Seconds of the reply before (the canceller warming up); listening is counted from there."""
 
     def mic(self, far: FloatArray, seed: int) -> tuple[FloatArray, FloatArray]:
         """(microphone, its echo) with ``far`` (maybe ducked) playing."""
@@ -305,7 +323,7 @@ def _trial(
     lead = len(prev.far16) / RATE
     gain = 10 ** ((_rms_db(reply.far16) + user_db - _rms_db(clip)) / 20)
     at = int((lead + rng.uniform(0.5, max(0.6, len(reply.far16) / RATE - 1.5))) * RATE)
-    return Trial(far, reply.rate, cond, (clip * gain).astype(np.float32), at)
+    return Trial(far, reply.rate, cond, (clip * gain).astype(np.float32), at, lead)
 
 
 def run_barge_in(
@@ -329,7 +347,7 @@ def run_barge_in(
         far16 = _far16(trial.far, trial.rate, len(mic))
         onset = (trial.at + _onset(clip)) / RATE
         for guard in GUARDS:
-            found = starts(cleaned, mic, far16, guard, settings)
+            found = starts(cleaned, mic, far16, guard, settings, trial.lead)
             figures.early[guard] += sum(1 for t in found if t < onset - 0.05)
             after = [t - onset for t in found if t >= onset - 0.05]
             figures.latencies[guard].append(after[0] if after and after[0] < 1.5 else None)
@@ -377,14 +395,14 @@ def run_wer(
         order = [replies[(k + j) % len(replies)] for j in range(len(replies))]
         far = np.concatenate([r.audio for r in order])
         gain = 10 ** ((_rms_db(order[1].far16) + user_db - _rms_db(audio)) / 20)
-        trial = Trial(
-            far, order[0].rate, cond, (audio * gain).astype(np.float32), len(order[0].far16) + RATE // 2
-        )
+        lead = len(order[0].far16) / RATE
+        user = (audio * gain).astype(np.float32)
+        trial = Trial(far, order[0].rate, cond, user, int((lead + 0.5) * RATE), lead)
         mic, _ = trial.mic(trial.far, seed=300 + k)
         options = FrontEndOptions(echo_delay_ms=int(cond.delay_ms))
         over, _ = cancel(trial.far, trial.rate, mic, options)
         far16 = _far16(trial.far, trial.rate, len(mic))
-        found = [t for t in starts(over, mic, far16, GUARD, settings) if t * RATE >= trial.at]
+        found = [t for t in starts(over, mic, far16, GUARD, settings, lead) if t * RATE >= trial.at]
         ducked_far = duck(trial.far, trial.rate, found[0] if found else None, settings.duck_db)
         ducked, _ = cancel(ducked_far, trial.rate, trial.mic(ducked_far, seed=300 + k)[0], options)
         span = slice(trial.at - RATE // 4, trial.at + len(trial.user) + RATE // 4)
