@@ -138,10 +138,15 @@ class EchoGuard:
     def __post_init__(self) -> None:
         self.erle_db = self.initial_erle_db
 
+    @property
+    def playing(self) -> bool:
+        """Whether the far end plays or rang within ``hold_frames`` (as of the latest frame)."""
+        return self._since_far <= self.hold_frames
+
     def allows(self, is_speech: bool, raw_db: float, clean_db: float, far_db: float) -> bool:
         """Whether a frame the VAD took as ``is_speech`` is the user's speech, not residual echo."""
         self._since_far = 0 if far_db > self.far_active_db else self._since_far + 1
-        if self._since_far > self.hold_frames:
+        if not self.playing:
             return is_speech
         above = clean_db - (raw_db - self.erle_db)
         speech = is_speech and above >= min(self.margin_db, 0.5 * self.erle_db)

@@ -5,6 +5,11 @@ Apache-2.0) works on 10 ms frames at 16 kHz: ``process_reverse_stream`` takes th
 speaker plays), ``set_stream_delay_ms`` how much later its echo reaches the microphone, and
 ``process_stream`` cleans the microphone frame in place.
 
+A ``ResidualGate`` (the ``EchoGuard`` of ``audio.hearing.echo_tail`` applied to the audio) can
+follow: while the speaker plays it attenuates blocks that do not stand above the canceller's expected
+residue, so a VAD downstream hears the user but not what is left of the robot's own voice, even
+with a weak canceller.
+
 The far end is exactly what the sink renders, with the time it is played (``audio.edges.reference``:
 the sink's reference tap, a ``ReferenceQueue``). ``FrontEnd.process(block, capture_time)`` lays the
 reference on a timeline (resampled to 16 kHz) and, for every 10 ms microphone frame captured at
@@ -46,6 +51,12 @@ REFERENCE_STALL_S = 0.5
 """The reference is stalled when its newest block is older than this (seconds)."""
 MAX_RESYNCS = 5
 """More re-anchorings of the reference timeline than this in a minute is a fault (drift)."""
+CONVERGE_FRAMES = 500
+"""10 ms frames of the speaker playing before the canceller counts as converged (5 s: measured by
+``robot-face bench duplex``, its "cold start" row: during the first reply the residue still starts
+utterances)."""
+FAR_ACTIVE_DB = -50.0
+"""The reference counts as playing above this level (dBFS)."""
 
 
 class FrontEndUnavailable(RuntimeError):
@@ -102,6 +113,8 @@ class FrontEndStats:
     """What the front end did (for the status, doctor and the benchmark)."""
 
     frames: int = 0
+    far_active_frames: int = 0
+    """Frames during which the speaker played (reference above ``FAR_ACTIVE_DB``)."""
     cpu_s: float = 0.0
     """Thread CPU time spent in the canceller."""
     reference_blocks: int = 0
@@ -135,6 +148,8 @@ class FrontEnd:
         self.stats = FrontEndStats()
         self.last_far = np.zeros(0, dtype=np.float32)
         """The reference frames fed for the latest ``process`` call (the residual-echo check)."""
+        self.last_mic = np.zeros(0, dtype=np.float32)
+        """The microphone frames of the latest ``process`` call, before cleaning."""
 
     def _absorb_reference(self) -> None:
         for block in self.reference.drain():
@@ -173,8 +188,16 @@ class FrontEnd:
             out[i : i + FRAME] = self._canceller.process(mic[i : i + FRAME], far[i : i + FRAME])
         self.stats.cpu_s += time.thread_time() - t0
         self.stats.frames += whole // FRAME
-        self.last_far = far
+        for i in range(0, whole, FRAME):
+            if float(np.mean(np.square(far[i : i + FRAME]))) > 10 ** (FAR_ACTIVE_DB / 10):
+                self.stats.far_active_frames += 1
+        self.last_far, self.last_mic = far, mic
         return out
+
+    @property
+    def converged(self) -> bool:
+        """Whether the canceller has heard the speaker long enough to be trusted (``CONVERGE_FRAMES``)."""
+        return self.stats.far_active_frames >= CONVERGE_FRAMES
 
     def fault(self, now: float) -> str | None:
         """Why echo cancellation cannot be trusted now (None = it can): the reference stopped
@@ -191,6 +214,34 @@ class FrontEnd:
         if len(self._resync_times) > MAX_RESYNCS:
             return f"the speaker's timing jumped {len(self._resync_times)} times in a minute"
         return None
+
+
+class ResidualGate:
+    """The residual-echo check on the audio itself: while the speaker plays (or rang within the
+    guard's hold), a block the ``EchoGuard`` takes for what is left of the echo is attenuated by
+    ``depth_db`` (below every VAD gate), so the VAD downstream only hears blocks that stand above
+    the canceller's expected residue -- the user. Pure and clock-free."""
+
+    def __init__(self, depth_db: float = 40.0) -> None:
+        from audio.hearing.echo_tail import EchoGuard
+
+        self.guard = EchoGuard()
+        self._depth = 10 ** (-depth_db / 20)
+        self.gated_blocks = 0
+
+    def apply(self, raw: FloatArray, cleaned: FloatArray, far: FloatArray) -> FloatArray:
+        """``cleaned`` as is, or attenuated when it is residual echo (all three aligned, 16 kHz)."""
+        if len(cleaned) == 0:
+            return cleaned
+        from audio.hearing.vad import frame_level_db
+
+        user = self.guard.allows(True, frame_level_db(raw), frame_level_db(cleaned), frame_level_db(far))
+        if user:
+            return cleaned
+        if self.guard.playing:
+            self.gated_blocks += 1
+            return (cleaned * self._depth).astype(np.float32)
+        return cleaned
 
 
 class TimedSource(Protocol):
@@ -217,10 +268,16 @@ class FrontEndSource:
     """
 
     def __init__(
-        self, inner: TimedSource, front: FrontEnd, on_fault: Callable[[str], None] | None = None
+        self,
+        inner: TimedSource,
+        front: FrontEnd,
+        on_fault: Callable[[str], None] | None = None,
+        gate: ResidualGate | None = None,
     ) -> None:
         self.inner = inner
         self.front = front
+        self.gate = gate
+        """The residual-echo gate applied to the cleaned audio (None = none)."""
         self._on_fault = on_fault
         self._queue: queue.Queue[tuple[FloatArray, float] | None] = queue.Queue(maxsize=200)
         self._thread: threading.Thread | None = None
@@ -228,6 +285,12 @@ class FrontEndSource:
         self.fault_reason: str | None = None
         self.dropped_blocks = 0
         self._next_check = 0.0
+
+    @property
+    def duplex(self) -> str:
+        """ "full" when the cleaned microphone can be listened to while the device speaks (no fault,
+        canceller converged), else "half"."""
+        return "full" if self.fault_reason is None and self.front.converged else "half"
 
     @property
     def overflows(self) -> int:
@@ -276,6 +339,8 @@ class FrontEndSource:
                 block = self._resampler.resample_chunk(block)
             try:
                 cleaned = self.front.process(block, capture_time)
+                if self.gate is not None:
+                    cleaned = self.gate.apply(self.front.last_mic, cleaned, self.front.last_far)
             except Exception as err:  # the library failing mid-run: raw audio, and say so
                 self._fault(f"echo canceller failed: {err}")
                 cleaned = block

@@ -35,7 +35,7 @@ import numpy as np
 from audio.edges.sim_room import SimRoom, SimRoomSettings
 from audio.edges.wav import FloatArray, load_audio
 from audio.hearing.echo_tail import EchoGuard
-from audio.hearing.front_end import RATE, FrontEnd, FrontEndOptions
+from audio.hearing.front_end import RATE, FrontEnd, FrontEndOptions, ResidualGate
 from audio.hearing.settings import HearingSettings
 from audio.hearing.vad import Endpointer, SpeechDetector, UtteranceBegan, frame_level_db
 
@@ -52,8 +52,8 @@ REPLIES: tuple[str, ...] = (
 DELAYS_MS = (10.0, 40.0, 80.0, 120.0)
 ECHO_DBS = (0.0, -6.0, -12.0)
 RT60S = (0.15, 0.3, 0.6)
-GUARDS = ("vad", "residual", "strict", "strict+residual")
-GUARD = "strict+residual"
+GUARDS = ("vad", "residual", "gate", "strict", "strict+residual")
+GUARD = "gate"
 """The guard the device uses while it plays (the one whose detections duck the reply here)."""
 VOLUME = 0.8
 """The speaker's default volume (``speaking.volume``)."""
@@ -137,12 +137,24 @@ def starts(
     return [t + lo / RATE for t in found]
 
 
+def gate_residual(raw: FloatArray, cleaned: FloatArray, far16: FloatArray, block: int = 480) -> FloatArray:
+    """``cleaned`` through a fresh ``ResidualGate``, block by block (30 ms, as the microphone delivers)."""
+    gate = ResidualGate()
+    parts = [
+        gate.apply(raw[i : i + block], cleaned[i : i + block], far16[i : i + block])
+        for i in range(0, len(cleaned), block)
+    ]
+    return np.concatenate(parts) if parts else cleaned
+
+
 def _starts(
     signal: FloatArray, raw: FloatArray, far16: FloatArray, guard: str, settings: HearingSettings
 ) -> list[float]:
     if guard.startswith("strict"):
         window = max(settings.start_window_ms, settings.barge_in_speech_ms + 60)
         settings = replace(settings, start_window_ms=window, start_speech_ms=settings.barge_in_speech_ms)
+    if guard == "gate":  # the residual-echo gate on the audio (FrontEndSource), then the plain VAD
+        signal = gate_residual(raw, signal, far16)
     detector, endpointer = SpeechDetector(settings), Endpointer(settings)
     echo_guard = EchoGuard() if guard.endswith("residual") else None
     n = settings.sample_rate * settings.block_ms // 1000

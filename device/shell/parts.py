@@ -11,7 +11,13 @@ from audio.edges.reference import ReferenceTap
 from audio.edges.sim_room import RoomEcho
 from audio.edges.sinks import StreamSink, make_sink
 from audio.events import EventSink
-from audio.hearing.front_end import FrontEnd, FrontEndOptions, FrontEndSource, FrontEndUnavailable
+from audio.hearing.front_end import (
+    FrontEnd,
+    FrontEndOptions,
+    FrontEndSource,
+    FrontEndUnavailable,
+    ResidualGate,
+)
 from audio.speaking.speaker import Speaker
 from device.config import Config
 from device.persistence import StateDir
@@ -43,7 +49,7 @@ def make_source(config: Config) -> AudioSource:
         echo_delay_ms=hearing.echo_delay_ms or simulated_delay,
     )
     try:
-        return FrontEndSource(mic, FrontEnd(options))
+        return FrontEndSource(mic, FrontEnd(options), gate=ResidualGate())
     except FrontEndUnavailable as err:
         _LOGGER.warning("echo cancellation off (half duplex): %s", err)
         return mic

@@ -144,3 +144,16 @@ def test_in_real_time_the_simulated_microphone_hears_the_speaker_and_the_front_e
     assert heard_db > -40.0  # the microphone hears the speaker
     assert frame_level_db(out[-RATE:]) < heard_db - 15.0
     assert faults == []
+    assert source.duplex == "half"  # 2.5 s of the speaker: still converging (5 s needed)
+
+
+def test_the_canceller_counts_as_converged_after_five_seconds_of_the_speaker(reply: Reply) -> None:
+    echo = echo_of(reply.audio, reply.rate, SimRoomSettings())
+    _, front = cancel(reply.audio, reply.rate, echo, FrontEndOptions())
+    played = front.stats.far_active_frames
+    assert 0.5 * len(reply.audio) / reply.rate * 100 < played <= len(echo) // 160
+    assert front.converged == (played >= 500)
+    long_far = np.concatenate([reply.audio] * 3)
+    long_echo = echo_of(long_far, reply.rate, SimRoomSettings())
+    _, front = cancel(long_far, reply.rate, long_echo, FrontEndOptions())
+    assert front.converged
