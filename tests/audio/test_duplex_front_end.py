@@ -44,11 +44,11 @@ def reply() -> Reply:
     ids=["default", "far-loud-reverberant", "near"],
 )
 def test_echo_of_a_piper_reply_is_cancelled_by_more_than_25_db(reply: Reply, room: SimRoomSettings) -> None:
-    echo = echo_of(reply.audio, reply.rate, room)
-    cleaned, front = cancel(
-        reply.audio, reply.rate, echo, FrontEndOptions(echo_delay_ms=round(room.delay_ms))
-    )
-    assert erle_db(echo, cleaned) > 25.0
+    far = np.concatenate([reply.audio, reply.audio])  # the second time, as on a device that runs on
+    echo = echo_of(far, reply.rate, room)
+    cleaned, front = cancel(far, reply.rate, echo, FrontEndOptions(echo_delay_ms=round(room.delay_ms)))
+    lead = len(reply.audio) * RATE // reply.rate
+    assert erle_db(echo[lead:], cleaned[lead:], 0.0) > 25.0
     assert front.stats.frames == len(echo) // 160
     assert 0.0 < front.stats.cpu_per_frame_ms < 2.0  # a tenth of a 10 ms frame, with a wide margin
 
