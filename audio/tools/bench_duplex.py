@@ -247,7 +247,7 @@ def run_echo_only(
             cleaned, front = cancel(far, reply.rate, mic, FrontEndOptions(echo_delay_ms=int(cond.delay_ms)))
             # nobody speaks: everything left is residual echo (+ noise)
             signals = {"raw": mic, "full": cleaned, variants[2]: _limited(cleaned, echo, limit_db)}
-            far16 = _far16(far, reply.rate, len(mic))
+            far16 = far_at_16k(far, reply.rate, len(mic))
             for name, sig in signals.items():
                 if name != "raw":
                     figures.erle[name].append(erle_db(echo[int(lead * RATE) :], sig[int(lead * RATE) :], 0.0))
@@ -356,7 +356,7 @@ def run_barge_in(
         cleaned, _ = cancel(
             trial.far, trial.rate, mic, FrontEndOptions(echo_delay_ms=int(trial.cond.delay_ms))
         )
-        far16 = _far16(trial.far, trial.rate, len(mic))
+        far16 = far_at_16k(trial.far, trial.rate, len(mic))
         onset = (trial.at + _onset(clip)) / RATE
         for guard in GUARDS:
             found = starts(cleaned, mic, far16, guard, settings, trial.lead)
@@ -366,7 +366,7 @@ def run_barge_in(
     return figures
 
 
-def _far16(far: FloatArray, rate: int, n: int) -> FloatArray:
+def far_at_16k(far: FloatArray, rate: int, n: int) -> FloatArray:
     from audio.edges.wav import resample
 
     f = resample(far, rate, RATE)
@@ -413,7 +413,7 @@ def run_wer(
         mic, _ = trial.mic(trial.far, seed=300 + k)
         options = FrontEndOptions(echo_delay_ms=int(cond.delay_ms))
         over, _ = cancel(trial.far, trial.rate, mic, options)
-        far16 = _far16(trial.far, trial.rate, len(mic))
+        far16 = far_at_16k(trial.far, trial.rate, len(mic))
         found = [t for t in starts(over, mic, far16, GUARD, settings, lead) if t * RATE >= trial.at]
         ducked_far = duck(trial.far, trial.rate, found[0] if found else None, settings.duck_db)
         ducked, _ = cancel(ducked_far, trial.rate, trial.mic(ducked_far, seed=300 + k)[0], options)

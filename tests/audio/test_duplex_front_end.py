@@ -21,9 +21,10 @@ from audio.hearing.front_end import (
     FrontEndSource,
     FrontEndUnavailable,
 )
+from audio.hearing.settings import HearingSettings
 from audio.hearing.vad import frame_level_db
 from audio.speaking.playback import PlaybackMark
-from audio.tools.bench_duplex import Reply, cancel, echo_of, erle_db, synthesise_replies
+from audio.tools.bench_duplex import Reply, cancel, echo_of, erle_db, far_at_16k, starts, synthesise_replies
 from tests.audio.conftest import HEARING_SPEECH_DIR
 
 DIGITS = [HEARING_SPEECH_DIR / "fsdd" / f"{d}_jackson_0.wav" for d in range(10)]
@@ -162,3 +163,38 @@ def test_the_canceller_counts_as_converged_after_five_seconds_of_the_speaker(rep
     long_echo = echo_of(long_far, reply.rate, SimRoomSettings())
     _, front = cancel(long_far, reply.rate, long_echo, FrontEndOptions())
     assert front.converged
+
+
+def _listening(
+    reply: Reply, user: FloatArray | None
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, float]:
+    """(cleaned, echo, microphone, reference at 16 kHz, lead s): a reply heard after another one,
+    ``user`` speaking 1 s into it."""
+    far = np.concatenate([reply.audio, reply.audio])
+    echo = echo_of(far, reply.rate, SimRoomSettings())
+    lead = len(reply.audio) / reply.rate
+    mic = echo + (np.random.default_rng(0).standard_normal(len(echo)) * 10 ** (-65 / 20)).astype(np.float32)
+    if user is not None:
+        at = int((lead + 1.0) * RATE)
+        mic[at : at + len(user)] += user[: len(mic) - at]
+    cleaned, _ = cancel(far, reply.rate, mic, FrontEndOptions(echo_delay_ms=40))
+    return cleaned, echo, mic, far_at_16k(far, reply.rate, len(mic)), lead
+
+
+def test_through_the_gate_the_vad_hears_no_echo_even_from_a_6_db_canceller(reply: Reply) -> None:
+    cleaned, echo, mic, far16, lead = _listening(reply, None)
+    weak = cleaned + 0.5 * echo  # a canceller that removes only 6 dB
+    settings = HearingSettings()
+    assert starts(weak, mic, far16, "vad", settings, lead)  # without the gate: its own voice is "speech"
+    assert starts(weak, mic, far16, "gate", settings, lead) == []
+    assert starts(cleaned, mic, far16, "gate", settings, lead) == []
+
+
+def test_through_the_gate_the_user_talking_over_the_reply_is_heard_at_once(reply: Reply) -> None:
+    digits = _speech()
+    echo = echo_of(np.concatenate([reply.audio, reply.audio]), reply.rate, SimRoomSettings())
+    user = digits * 10 ** ((frame_level_db(echo[len(echo) // 2 :]) - frame_level_db(digits)) / 20)
+    cleaned, _, mic, far16, lead = _listening(reply, user.astype(np.float32))
+    found = starts(cleaned, mic, far16, "gate", HearingSettings(), lead)
+    onset = lead + 1.0
+    assert found and onset - 0.05 <= found[0] <= onset + 0.4
