@@ -114,8 +114,8 @@ class EchoGuard:
 
     A residual-echo check against the reference: while the far end plays (or rang within
     ``hold_frames``), the canceller's echo return loss enhancement is tracked on the frames it
-    passes as echo (``raw_db - clean_db``, smoothed; it starts at ``initial_erle_db``, a weak
-    canceller); a frame counts as the user's speech only if the cleaned level stands at least
+    passes as echo (``raw_db - clean_db``: its lower envelope, falling fast and rising slowly; it
+    starts at ``initial_erle_db``, a weak canceller); a frame counts as the user's speech only if the cleaned level stands at least
     ``margin_db`` above the residual expected from that ERLE (``raw_db - erle``) -- or half the ERLE
     when that is less (a weak canceller: the cleaned level can rise at most ERLE over its residue,
     when the user drowns the echo). What the user adds is not cancelled, so their speech lifts the
@@ -131,6 +131,11 @@ class EchoGuard:
     """The far end counts as playing above this reference level (dBFS)."""
     hold_frames: int = 30
     """Frames after the far end falls silent during which its echo may still ring."""
+    fall: float = 0.3
+    """How fast the tracked ERLE follows a frame the canceller did worse on (0..1 per frame)."""
+    rise: float = 0.02
+    """How fast it follows a frame the canceller did better on: the tracked ERLE is the lower
+    envelope, the canceller's worst recent performance, not its average."""
     erle_db: float = field(default=6.0)
     """The tracked ERLE (dB)."""
     _since_far: int = field(default=10**9, repr=False)
@@ -152,5 +157,6 @@ class EchoGuard:
         speech = is_speech and above >= min(self.margin_db, 0.5 * self.erle_db)
         if not speech and raw_db > -70.0:
             erle = min(60.0, max(0.0, raw_db - clean_db))
-            self.erle_db += 0.05 * (erle - self.erle_db)
+            rate = self.fall if erle < self.erle_db else self.rise
+            self.erle_db += rate * (erle - self.erle_db)
         return speech

@@ -52,7 +52,7 @@ REPLIES: tuple[str, ...] = (
 DELAYS_MS = (10.0, 40.0, 80.0, 120.0)
 ECHO_DBS = (0.0, -6.0, -12.0)
 RT60S = (0.15, 0.3, 0.6)
-GUARDS = ("vad", "residual", "gate", "strict", "strict+residual")
+GUARDS = ("vad", "residual", "gate", "strict", "strict+gate")
 GUARD = "gate"
 """The guard the device uses while it plays (the one whose detections duck the reply here)."""
 VOLUME = 0.8
@@ -153,7 +153,7 @@ def _starts(
     if guard.startswith("strict"):
         window = max(settings.start_window_ms, settings.barge_in_speech_ms + 60)
         settings = replace(settings, start_window_ms=window, start_speech_ms=settings.barge_in_speech_ms)
-    if guard == "gate":  # the residual-echo gate on the audio (FrontEndSource), then the plain VAD
+    if guard.endswith("gate"):  # the residual-echo gate on the audio (FrontEndSource), then the VAD
         signal = gate_residual(raw, signal, far16)
     detector, endpointer = SpeechDetector(settings), Endpointer(settings)
     echo_guard = EchoGuard() if guard.endswith("residual") else None
