@@ -37,7 +37,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from audio.edges.capture import AudioCallback, LostCallback, TimedAudioCallback
+from audio.edges.capture import AudioCallback, DeviceListSource, LostCallback, TimedAudioCallback
 from audio.edges.reference import ReferenceQueue, TimedBuffer
 from audio.edges.wav import FloatArray
 
@@ -314,6 +314,16 @@ class FrontEndSource:
 
             self._resampler = soxr.ResampleStream(rate, RATE, 1, dtype="float32")
         return RATE
+
+    def refresh_wanted(self) -> bool:
+        """``DeviceListSource``: the inner microphone's (False for one without a device list)."""
+        inner = self.inner
+        return isinstance(inner, DeviceListSource) and inner.refresh_wanted()
+
+    def refresh_devices(self) -> bool:
+        """``DeviceListSource``: the inner microphone's (False for one without a device list)."""
+        inner = self.inner
+        return isinstance(inner, DeviceListSource) and inner.refresh_devices()
 
     def close(self) -> None:
         """Close the inner source and stop the worker."""

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from audio.edges.capture import SimulatedMicrophone, SoundDeviceMicrophone
+from audio.edges.capture import DeviceListSource, SimulatedMicrophone, SoundDeviceMicrophone
 from audio.edges.sim_room import RoomEcho
 from audio.edges.stream_sink import StreamSink
 from audio.hearing.front_end import FrontEndSource
@@ -48,6 +48,7 @@ def test_webrtc_on_hardware_wraps_the_sounddevice_microphone(tmp_path: Path) -> 
     source = make_source(config)
     assert isinstance(source, FrontEndSource) and isinstance(source.inner, SoundDeviceMicrophone)
     assert source.front.options.echo_delay_ms == 0
+    assert isinstance(source, DeviceListSource)  # the listener still gives way for device rescans
 
 
 def test_a_canceller_that_will_not_load_leaves_half_duplex_and_says_why(
