@@ -75,7 +75,7 @@ def test_direct_path_level(echo_db: float) -> None:
 def _rt60_from_energy_decay(ir: np.ndarray, start: int) -> float:
     """Schroeder backward integration; slope fitted between -5 and -25 dB, extrapolated to 60 dB."""
     energy = np.cumsum((ir[start:].astype(np.float64) ** 2)[::-1])[::-1]
-    edc = 10 * np.log10(energy / energy[0])
+    edc = 10 * np.log10(np.maximum(energy / energy[0], 1e-30))
     i5, i25 = int(np.argmax(edc <= -5)), int(np.argmax(edc <= -25))
     t = np.arange(i5, i25) / RATE
     slope = np.polyfit(t, edc[i5:i25], 1)[0]
