@@ -85,7 +85,7 @@ def test_sounddevice_sink_taps_the_time_each_block_is_heard(fake_pa: FakePortAud
     firsts = [(round(float(b.samples[0]), 6), b.play_time) for b in blocks[:10]]
     matched = [abs(by_start[first] - t) for first, t in firsts if first in by_start]
     assert len(matched) >= 5
-    assert max(matched) < 0.005
+    assert float(np.median(matched)) < 0.003  # not 10 ms off: the latency is included
     assert all(b.rate == 48000 for b in blocks)
 
 
