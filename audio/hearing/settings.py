@@ -15,16 +15,14 @@ VAD_FRAME_MS: tuple[int, ...] = (10, 20, 30)
 VAD_AGGRESSIVENESS: tuple[int, ...] = (0, 1, 2, 3)
 """webrtcvad's modes: the valid values of ``vad_aggressiveness``."""
 
-<<<<<<< HEAD
 TURN_DETECTORS: tuple[str, ...] = ("smart_turn", "silence")
 """Valid values of ``turn_detector``."""
 
 TURN_TEXT_CHECKS: tuple[str, ...] = ("off", "words", "words+punctuation")
 """Valid values of ``turn_text_check`` (``audio.hearing.turn.turn_complete``)."""
-=======
+
 ECHO_CANCELLATION: tuple[str, ...] = ("off", "webrtc", "system")
 """Valid values of ``echo_cancellation`` (full duplex, ``audio.hearing.front_end``)."""
->>>>>>> main
 
 
 @dataclass(frozen=True)
@@ -154,7 +152,6 @@ class HearingSettings:
     stt_min_window_ms: int = 5000
     """Shortest encoder window used by the short-window path, in milliseconds (default 5000)."""
 
-<<<<<<< HEAD
     # ---- turn-taking (audio.hearing.turn, audio.hearing.turn_model; docs/hearing.md) ------------
     turn_detector: str = "smart_turn"
     """How the end of the user's turn is found: "smart_turn" (a short pause asks the Smart Turn
@@ -181,7 +178,7 @@ class HearingSettings:
     turn_model: str = ""
     """smart_turn: path of the Smart Turn v3 ONNX file; empty means the one ``python -m
     audio.fetch_models`` installed (default "")."""
-=======
+
     # ---- full duplex (audio.hearing.front_end; docs/hearing.md "Full duplex") ----------------------
     echo_cancellation: str = "off"
     """Echo cancellation: "off" = half duplex (what the microphone hears while the device speaks,
@@ -209,7 +206,6 @@ class HearingSettings:
     duck_db: float = -12.0
     """Level of a reply while the user speaks over it, in dB relative to its volume; 0 = no ducking
     (default -12.0)."""
->>>>>>> main
 
     def validate(self) -> None:
         """Raise ValueError naming the key ("hearing.block_ms: ...") for a value that cannot work;
@@ -257,7 +253,6 @@ class HearingSettings:
             ("stt_window_margin_ms", self.stt_window_margin_ms >= 0, "must be >= 0"),
             ("stt_min_window_ms", self.stt_min_window_ms >= 0, "must be >= 0"),
             (
-<<<<<<< HEAD
                 "turn_detector",
                 self.turn_detector in TURN_DETECTORS,
                 f"must be one of {listed(TURN_DETECTORS)}",
@@ -274,7 +269,7 @@ class HearingSettings:
                 self.turn_text_check in TURN_TEXT_CHECKS,
                 f"must be one of {listed(TURN_TEXT_CHECKS)}",
             ),
-=======
+            (
                 "echo_cancellation",
                 self.echo_cancellation in ECHO_CANCELLATION,
                 f"must be one of {listed(ECHO_CANCELLATION)}",
@@ -282,6 +277,5 @@ class HearingSettings:
             ("echo_delay_ms", 0 <= self.echo_delay_ms <= 500, "must be in 0..500"),
             ("barge_in_speech_ms", 30 <= self.barge_in_speech_ms <= 2000, "must be in 30..2000"),
             ("duck_db", -60.0 <= self.duck_db <= 0.0, "must be in -60..0 (0 = no ducking)"),
->>>>>>> main
         )
         raise_first_failed("hearing", self, checks)

@@ -399,15 +399,10 @@ class Runtime:
         except ModelUnavailable as err:
             return await self._abort_start(server, str(err))
         self.source = make_source(cfg)
-<<<<<<< HEAD
         self.listener = Listener(
             cfg.hearing, self.source, self.transcriber, self._emit_audio, turn_model=turn_model
         )
-        self.speaker = make_speaker(cfg, self.state_dir, self._emit_audio)
-=======
-        self.listener = Listener(cfg.hearing, self.source, self.transcriber, self._emit_audio)
         self.speaker = make_speaker(cfg, self.state_dir, self._emit_audio, self.source)
->>>>>>> main
         try:
             await self.speaker.start()
         except VoiceNotFound as err:  # a setting to fix, like a missing Whisper model
