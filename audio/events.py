@@ -31,13 +31,20 @@ class SpeechStarted:
     ts: float
 
 
+EndReason = Literal["turn_complete", "silence", "max_length"]
+"""Why an utterance ended (protocol v1.1 ``speech_ended.end``): the end-of-turn model judged the turn
+finished after a short pause, the (fallback) silence ran out, or the utterance reached its maximum length."""
+
+
 @dataclass(frozen=True, slots=True)
 class SpeechEnded:
-    """The user stopped speaking; ``audio_ms`` is the utterance length sent to STT (ms)."""
+    """The user stopped speaking; ``audio_ms`` is the utterance length sent to STT (ms), ``end`` why
+    the utterance ended (None: not said, e.g. it was too short to transcribe)."""
 
     utterance: str
     audio_ms: int
     ts: float
+    end: EndReason | None = None
 
 
 @dataclass(frozen=True, slots=True)

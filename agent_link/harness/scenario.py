@@ -64,6 +64,9 @@ class ScenarioContext:
     """Speaks text into the device (``sim/audio`` of synthesised speech); ``None``: voice steps skip."""
     mumble_to_device: Callable[[str], Awaitable[None]] | None = None
     """Mumbles text into the device (quiet, muffled, in noise); ``None``: those steps skip."""
+    max_utterance_s: float | None = None
+    """The device's ``hearing.max_utterance_ms`` in seconds, when known; ``None``: the max-length
+    step skips (the default, 120 s, is too long to speak at it)."""
     timeout: float = 20.0
     """Default wait for something the device must do, in seconds (playback included)."""
     log: Callable[[str], None] = print

@@ -67,8 +67,14 @@ class SpeechEndedEvent(_EventEnvelope):
     utterance: str = Field(min_length=1)
     """Utterance id (opened by ``speech_started``)."""
     audio_ms: int = Field(ge=0)
-    """Length of the utterance audio, in ms."""
-    EXAMPLE: ClassVar[dict[str, Any]] = _env("speech_ended", utterance="u-7-3", audio_ms=1840)
+    """Length of the utterance audio, in ms (the whole utterance, pauses included)."""
+    end: Literal["turn_complete", "silence", "max_length"] | None = None
+    """v1.1, optional: why the utterance ended: ``turn_complete`` (a short pause, and the end-of-turn
+    model judged the turn finished), ``silence`` (the fallback silence ran out: the model judged it
+    unfinished, or no model is configured), ``max_length`` (the utterance reached its maximum length)."""
+    EXAMPLE: ClassVar[dict[str, Any]] = _env(
+        "speech_ended", utterance="u-7-3", audio_ms=1840, end="turn_complete"
+    )
 
 
 class TranscriptEvent(_EventEnvelope):

@@ -11,7 +11,20 @@ Event order per utterance: ``SpeechStarted``, then usually ``SpeechEnded``, then
 Speech longer than ``max_part_ms`` (Whisper's window) is handed on in parts cut at pauses; each part
 is decoded while the user goes on talking, and the parts make one ``Transcribed`` (text joined,
 confidence weighted by duration). Decodes run one at a time on a single worker thread; a decode
-already running when the microphone closes still completes and emits its result. Opening and closing the source run in order on another
+already running when the microphone closes still completes and emits its result.
+
+Turn-taking (``hearing.turn_detector = "smart_turn"``): at the first ``turn_pause_ms`` pause after
+real speech (an endpointer ``TurnQuestion``) the end-of-turn model runs on its own thread and the
+Whisper decode of the audio so far starts beside it (speculative) -- unless the Whisper thread is
+still busy with an earlier pause's decode, then it starts only once the model says the turn may be
+complete. A probability under ``turn_threshold`` is "unfinished" at once; otherwise the model's
+probability and the transcript's words (``audio.hearing.turn``) give the verdict the endpointer
+gets. A turn that ends with no speech since the question (``turn_complete``, or the fallback
+silence) takes that decode as its transcript: no second decode. Speech that resumes makes the
+question stale: its verdict is ignored and its decode dropped (a new pause asks again). Only the
+task that closes an utterance publishes, so two decodes of one utterance never race.
+
+Opening and closing the source run in order on another
 single thread ("mic-io"): finding a device, opening it and refreshing PortAudio's device list while a
 microphone is missing can block for a long time on a Pi, and the event loop must not wait for that.
 A close queued behind a slow open closes what that open produced; an open that finishes after the
@@ -31,8 +44,10 @@ import contextlib
 import logging
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -48,11 +63,15 @@ from audio.events import (
     UtteranceFailed,
 )
 from audio.hearing.echo_tail import EchoTail
+from audio.hearing.engine import Transcriber, Transcription
 from audio.hearing.settings import HearingSettings
-from audio.hearing.stt import Transcriber, Transcription
+from audio.hearing.turn import turn_complete
+from audio.hearing.turn_model import TurnModel, TurnVerdict, make_turn_model
 from audio.hearing.utterance_parts import join_transcriptions
 from audio.hearing.vad import (
+    EndpointerEvent,
     FrameSegmenter,
+    TurnQuestion,
     UtteranceBegan,
     UtteranceComplete,
     UtterancePart,
@@ -63,8 +82,39 @@ from audio.hearing.vad import (
 _LOGGER = logging.getLogger(__name__)
 
 
+TEXT_WAIT_S = 0.6
+"""Longest the turn verdict waits for the speculative decode's text after the model answered, in s."""
+
+
 def _new_id() -> str:
     return "u-" + uuid.uuid4().hex[:12]
+
+
+@dataclass(slots=True)
+class _Speculation:
+    """The open question of the current utterance: its model run and its speculative decode."""
+
+    uid: str
+    ask: int
+    decode: Future[Transcription] | None
+    """On the Whisper thread; cancelled only while it has not started (a running decode finishes)."""
+    model: asyncio.Future[TurnVerdict]
+    question: TurnQuestion
+
+
+@dataclass(frozen=True, slots=True)
+class TurnAsk:
+    """One question to the end-of-turn model and its verdict (for ``robot-face bench turns``)."""
+
+    utterance: str
+    ask: int
+    probability: float
+    text: str | None
+    complete: bool
+    """The verdict given (False when ``stale``)."""
+    cpu_ms: float
+    stale: bool = False
+    """The answer came after speech resumed or the utterance ended: nothing was decided on it."""
 
 
 class Listener:
@@ -81,7 +131,10 @@ class Listener:
         emit: EventSink,
         *,
         utterance_ids: Callable[[], str] | None = None,
+        turn_model: TurnModel | None = None,
     ) -> None:
+        """``turn_model``: the loaded end-of-turn model for ``turn_detector = "smart_turn"``; when
+        None it is loaded here (``ModelUnavailable`` if it cannot be)."""
         self.settings = settings
         self._source = source
         self._stt = transcriber
@@ -89,6 +142,19 @@ class Listener:
         self._ids = utterance_ids or _new_id
         self._segmenter = FrameSegmenter(settings)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="whisper")
+        self._turn_model = turn_model
+        if settings.turn_detector == "smart_turn" and turn_model is None:
+            loaded = make_turn_model(settings)
+            assert loaded is not None
+            loaded.load()
+            self._turn_model = loaded
+        self._turn_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="turn")
+        self._spec: _Speculation | None = None
+        self._whisper_jobs: set[Future[Transcription]] = set()
+        self.turn_asks: deque[TurnAsk] = deque(maxlen=1000)
+        """The latest questions to the end-of-turn model and their verdicts."""
+        self._block_clock = (0.0, 0)
+        """(wall time, stream position) of the end of the last block fed (timestamps of events)."""
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mic-io")
         self._loop: asyncio.AbstractEventLoop | None = None
         self._want_open = False
@@ -160,6 +226,7 @@ class Listener:
         if self._decodes:
             await asyncio.gather(*self._decodes, return_exceptions=True)
         self._executor.shutdown(wait=True)
+        self._turn_executor.shutdown(wait=True)
         self._io.shutdown(wait=True)
 
     def set_speaking(self, active: bool) -> None:
@@ -303,36 +370,134 @@ class Listener:
             self.discarded_samples += len(block)
             return
         self.heard_samples += len(block)
-        rate = self.settings.sample_rate
         events = self._segmenter.feed(np.asarray(block, dtype=np.float32))
-        end_pos = self._segmenter.endpointer.samples_seen + self._segmenter.pending_samples
+        self._block_clock = (now, self._segmenter.endpointer.samples_seen + self._segmenter.pending_samples)
+        if self._spec is not None and self._segmenter.endpointer.open_question != self._spec.ask:
+            self._drop_spec()  # the user went on speaking after the pause
+        self._handle(events)
 
-        def ts_of(pos: int) -> float:
-            return now - (end_pos - pos) / rate
+    def _ts_of(self, pos: int) -> float:
+        """Wall time of stream sample ``pos`` (from the last block's arrival)."""
+        now, end_pos = self._block_clock
+        return now - (end_pos - pos) / self.settings.sample_rate
 
+    def _handle(self, events: list[EndpointerEvent]) -> None:
         for ev in events:
             if isinstance(ev, UtteranceBegan):
                 self._utterance = self._ids()
-                self._emit(SpeechStarted(utterance=self._utterance, ts=ts_of(ev.offset)))
+                self._emit(SpeechStarted(utterance=self._utterance, ts=self._ts_of(ev.offset)))
             elif isinstance(ev, UtterancePart):
                 if self._utterance is not None:
                     self._parts.append(self._submit_decode(ev.audio, ev.speech_ratio))
+            elif isinstance(ev, TurnQuestion):
+                if self._utterance is not None:
+                    self._ask(self._utterance, ev)
             elif isinstance(ev, UtteranceComplete):
-                uid, self._utterance = self._utterance, None
-                parts, self._parts = self._parts, []
-                if uid is None:
-                    continue
-                audio_ms = round((ev.earlier_samples + len(ev.audio)) * 1000 / rate)
-                self._emit(SpeechEnded(utterance=uid, audio_ms=audio_ms, ts=ts_of(ev.end_offset)))
-                self._start_decode(uid, ev.audio, ev.speech_ratio, parts)
+                self._complete(ev)
             elif isinstance(ev, UtteranceRejected):
                 uid, self._utterance = self._utterance, None
                 self._drop_parts()
                 if uid is None:
                     continue
+                now = time.time()
                 self._emit(SpeechEnded(utterance=uid, audio_ms=ev.speech_ms, ts=now))
                 detail = f"{ev.speech_ms} ms of speech"
                 self._emit(UtteranceFailed(utterance=uid, reason=ev.reason, detail=detail, ts=now))
+
+    def _complete(self, ev: UtteranceComplete) -> None:
+        uid, self._utterance = self._utterance, None
+        parts, self._parts = self._parts, []
+        spec, self._spec = self._spec, None
+        if uid is None:
+            if spec is not None:
+                self._cancel_spec(spec)
+            return
+        audio_ms = round((ev.earlier_samples + len(ev.audio)) * 1000 / self.settings.sample_rate)
+        self._emit(SpeechEnded(utterance=uid, audio_ms=audio_ms, ts=self._ts_of(ev.end_offset), end=ev.end))
+        if spec is not None and spec.uid == uid and ev.asked == spec.ask and spec.decode is not None:
+            # No speech since the question: its decode is of exactly this audio.
+            reused = asyncio.wrap_future(spec.decode)
+            self._start_decode(uid, ev.audio[:0], ev.speech_ratio, [*parts, reused])
+            return
+        if spec is not None:
+            self._cancel_spec(spec)
+        self._start_decode(uid, ev.audio, ev.speech_ratio, parts)
+
+    # ---- turn-taking ------------------------------------------------------------------------------
+    def _ask(self, uid: str, q: TurnQuestion) -> None:
+        """A pause after speech: run the end-of-turn model and, if the Whisper thread is free, the
+        speculative decode beside it (if it is busy -- an earlier pause's decode the user spoke on
+        past -- the decode waits for the model and runs only if the turn may be complete)."""
+        if self._turn_model is None:
+            return
+        self._drop_spec()
+        loop = asyncio.get_running_loop()
+        model = loop.run_in_executor(self._turn_executor, self._turn_model.predict, q.context)
+        self._spec = _Speculation(uid=uid, ask=q.ask, decode=None, model=model, question=q)
+        if not any(not f.done() for f in self._whisper_jobs):
+            self._speculate(self._spec)
+        task = asyncio.create_task(self._judge(self._spec), name=f"turn-{uid}-{q.ask}")
+        self._decodes.add(task)
+        task.add_done_callback(self._decodes.discard)
+
+    async def _judge(self, spec: _Speculation) -> None:
+        """Wait for the model (and, if the verdict uses it, the decode), then tell the endpointer."""
+        try:
+            verdict = await spec.model
+        except Exception as err:  # a model that fails leaves the turn to the fallback silence
+            _LOGGER.error("end-of-turn model failed: %s", err)
+            return
+        if verdict.probability < self.settings.turn_threshold:
+            # Unfinished whatever the words say: no decode needed for the verdict (one not started
+            # yet never runs; a running one finishes and serves the fallback if nothing follows).
+            if spec.decode is not None and spec.decode.cancel():
+                spec.decode = None
+            stale = self._spec is not spec
+            self.turn_asks.append(
+                TurnAsk(spec.uid, spec.ask, verdict.probability, None, False, verdict.cpu_ms, stale)
+            )
+            return
+        if spec.decode is None and self._spec is spec:
+            self._speculate(spec)
+        text: str | None = None
+        if self.settings.turn_text_check != "off" and spec.decode is not None:
+            # A decode slower than TEXT_WAIT_S (a loaded board) leaves the verdict to the model: the
+            # pause would otherwise outlast the fallback silence while the decode runs.
+            with contextlib.suppress(Exception, asyncio.CancelledError, TimeoutError):
+                wait = asyncio.shield(asyncio.wrap_future(spec.decode))
+                text = (await asyncio.wait_for(wait, TEXT_WAIT_S)).text
+        stale = self._spec is not spec  # speech resumed, or the utterance ended (fallback, close)
+        complete = not stale and turn_complete(
+            verdict.probability, text, self.settings.turn_threshold, self.settings.turn_text_check
+        )
+        ask = TurnAsk(spec.uid, spec.ask, verdict.probability, text, complete, verdict.cpu_ms, stale)
+        self.turn_asks.append(ask)
+        if not stale:
+            self._handle(self._segmenter.endpointer.verdict(spec.ask, complete))
+
+    def _speculate(self, spec: _Speculation) -> None:
+        """Start the speculative decode of the question's audio on the Whisper thread."""
+        q = spec.question
+        if len(q.audio):
+            spec.decode = self._whisper(q.audio, q.speech_ratio)
+
+    def _whisper(self, audio: FloatArray, speech_ratio: float) -> Future[Transcription]:
+        """Queue a decode on the Whisper thread (tracked: a speculative decode starts beside the
+        model only when none is in flight)."""
+        job = self._executor.submit(self._stt.transcribe, audio, speech_ratio)
+        self._whisper_jobs = {f for f in self._whisper_jobs if not f.done()} | {job}
+        return job
+
+    def _drop_spec(self) -> None:
+        spec, self._spec = self._spec, None
+        if spec is not None:
+            self._cancel_spec(spec)
+
+    @staticmethod
+    def _cancel_spec(spec: _Speculation) -> None:
+        """Forget a question: a decode not started yet never runs (one running finishes unused)."""
+        if spec.decode is not None:
+            spec.decode.cancel()
 
     def _drop_parts(self) -> None:
         """Forget the current utterance's part decodes (not started ones never run)."""
@@ -343,13 +508,13 @@ class Listener:
     def _interrupt(self, detail: str) -> None:
         uid, self._utterance = self._utterance, None
         self._drop_parts()
+        self._drop_spec()
         self._segmenter.reset()
         if uid is not None:
             self._emit(UtteranceFailed(utterance=uid, reason="interrupted", detail=detail, ts=time.time()))
 
     def _submit_decode(self, audio: FloatArray, speech_ratio: float) -> asyncio.Future[Transcription]:
-        loop = asyncio.get_running_loop()
-        return loop.run_in_executor(self._executor, self._stt.transcribe, audio, speech_ratio)
+        return asyncio.wrap_future(self._whisper(audio, speech_ratio))
 
     def _start_decode(
         self,

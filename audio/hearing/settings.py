@@ -15,6 +15,12 @@ VAD_FRAME_MS: tuple[int, ...] = (10, 20, 30)
 VAD_AGGRESSIVENESS: tuple[int, ...] = (0, 1, 2, 3)
 """webrtcvad's modes: the valid values of ``vad_aggressiveness``."""
 
+TURN_DETECTORS: tuple[str, ...] = ("smart_turn", "silence")
+"""Valid values of ``turn_detector``."""
+
+TURN_TEXT_CHECKS: tuple[str, ...] = ("off", "words", "words+punctuation")
+"""Valid values of ``turn_text_check`` (``audio.hearing.turn.turn_complete``)."""
+
 ECHO_CANCELLATION: tuple[str, ...] = ("off", "webrtc", "system")
 """Valid values of ``echo_cancellation`` (full duplex, ``audio.hearing.front_end``)."""
 
@@ -146,6 +152,33 @@ class HearingSettings:
     stt_min_window_ms: int = 5000
     """Shortest encoder window used by the short-window path, in milliseconds (default 5000)."""
 
+    # ---- turn-taking (audio.hearing.turn, audio.hearing.turn_model; docs/hearing.md) ------------
+    turn_detector: str = "smart_turn"
+    """How the end of the user's turn is found: "smart_turn" (a short pause asks the Smart Turn
+    end-of-turn model, which ends the turn at once or waits for more) or "silence" (a fixed
+    ``end_silence_ms`` of silence, for boards too weak for the model) (default "smart_turn")."""
+
+    turn_pause_ms: int = 200
+    """smart_turn: silence after speech that asks the model, in milliseconds; the speculative decode
+    starts then too (default 200)."""
+
+    turn_threshold: float = 0.5
+    """smart_turn: the model's probability (0..1) at or above which the turn is complete (default 0.5)."""
+
+    turn_fallback_ms: int = 1500
+    """smart_turn: silence that ends the turn even when the model judged it unfinished, in
+    milliseconds (default 1500)."""
+
+    turn_text_check: str = "words+punctuation"
+    """smart_turn: what the speculative transcript adds to the model's verdict: "off" (the model
+    alone), "words" (a last word that cannot end a sentence -- an article, preposition or conjunction
+    -- keeps the turn open), "words+punctuation" (also: without a full stop, question or exclamation
+    mark the model must be surer, ``audio.hearing.turn``) (default "words+punctuation")."""
+
+    turn_model: str = ""
+    """smart_turn: path of the Smart Turn v3 ONNX file; empty means the one ``python -m
+    audio.fetch_models`` installed (default "")."""
+
     # ---- full duplex (audio.hearing.front_end; docs/hearing.md "Full duplex") ----------------------
     echo_cancellation: str = "off"
     """Echo cancellation: "off" = half duplex (what the microphone hears while the device speaks,
@@ -219,6 +252,23 @@ class HearingSettings:
             ("stt_beam_size", self.stt_beam_size >= 1, "must be >= 1 (1 = no beam search)"),
             ("stt_window_margin_ms", self.stt_window_margin_ms >= 0, "must be >= 0"),
             ("stt_min_window_ms", self.stt_min_window_ms >= 0, "must be >= 0"),
+            (
+                "turn_detector",
+                self.turn_detector in TURN_DETECTORS,
+                f"must be one of {listed(TURN_DETECTORS)}",
+            ),
+            ("turn_pause_ms", self.turn_pause_ms > 0, "must be > 0"),
+            ("turn_threshold", 0.0 < self.turn_threshold <= 1.0, "must be in (0, 1]"),
+            (
+                "turn_fallback_ms",
+                self.turn_fallback_ms > self.turn_pause_ms,
+                f"must be more than turn_pause_ms ({self.turn_pause_ms})",
+            ),
+            (
+                "turn_text_check",
+                self.turn_text_check in TURN_TEXT_CHECKS,
+                f"must be one of {listed(TURN_TEXT_CHECKS)}",
+            ),
             (
                 "echo_cancellation",
                 self.echo_cancellation in ECHO_CANCELLATION,

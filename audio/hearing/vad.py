@@ -5,6 +5,13 @@
 length; speech longer than Whisper's window is handed on in parts, cut at a pause), and
 ``FrameSegmenter`` glues both to arbitrary-sized blocks of audio. The runtime ``Listener`` and the
 ``transcribe``/``eval`` tools all go through ``FrameSegmenter``.
+
+Turn-taking (``hearing.turn_detector``): with ``silence`` an utterance ends after ``end_silence_ms`` of
+non-speech. With ``smart_turn`` a pause of ``turn_pause_ms`` after real speech raises a
+``TurnQuestion``; whoever runs the end-of-turn model answers with ``Endpointer.verdict`` (the
+endpointer stays clock-free: an answer is just another input). A "complete" answer while the pause
+still goes on ends the utterance (``end="turn_complete"``); speech that resumes makes the question
+stale and the utterance goes on; ``turn_fallback_ms`` of non-speech ends it anyway (``end="silence"``).
 """
 
 from __future__ import annotations
@@ -18,6 +25,9 @@ import numpy as np
 
 from audio.edges.wav import FloatArray
 from audio.hearing.settings import HearingSettings
+
+EndReason = Literal["turn_complete", "silence", "max_length"]
+"""Why an utterance ended (protocol v1.1 ``speech_ended.end``)."""
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -62,6 +72,28 @@ class UtteranceComplete:
     earlier_samples: int = 0
     parts: int = 0
     """``UtterancePart`` events before this one."""
+    end: EndReason = "silence"
+    asked: int | None = None
+    """The ``TurnQuestion.ask`` whose ``audio`` this completion's ``audio`` equals (no speech and no
+    part since it was asked): its speculative decode is this utterance's transcript."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnQuestion:
+    """A pause of ``turn_pause_ms`` after real speech: is the turn complete?
+
+    ``audio`` is what an ``UtteranceComplete`` ending now would hold (the rest after any parts, the
+    pause cut to the post-roll), for a speculative decode; ``context`` the utterance's last
+    ``TURN_CONTEXT_MS`` up to now (pause included), for the end-of-turn model. Answer with
+    ``Endpointer.verdict(ask, complete)``.
+    """
+
+    ask: int
+    audio: FloatArray
+    context: FloatArray
+    speech_ratio: float
+    end_offset: int
+    """Stream sample index just after the last speech frame."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +104,10 @@ class UtteranceRejected:
     speech_ms: int
 
 
-EndpointerEvent = UtteranceBegan | UtterancePart | UtteranceComplete | UtteranceRejected
+EndpointerEvent = UtteranceBegan | UtterancePart | UtteranceComplete | UtteranceRejected | TurnQuestion
+
+TURN_CONTEXT_MS = 8000
+"""Audio kept for the end-of-turn model (Smart Turn reads the last 8 s)."""
 
 MAX_PART_MS = 28000
 """Longest part ever handed to the transcriber, in ms (Whisper decodes 30 s at most)."""
@@ -126,7 +161,8 @@ class Endpointer:
     """Pure, clock-free segmenter: feed it frames with a speech decision, get utterance events.
 
     Time is counted in frames only. States: idle (keeping a pre-roll ring) and in speech
-    (collecting audio until ``end_silence_ms`` of non-speech). An utterance that reaches
+    (collecting audio until ``end_silence_ms`` of non-speech, or with the ``smart_turn`` detector
+    until a "complete" verdict on a pause or ``turn_fallback_ms`` of non-speech). An utterance that reaches
     ``max_part_ms`` is handed on in parts (``UtterancePart``, cut in a pause); one that reaches
     ``max_utterance_ms`` ends there as if the speaker had paused, and the next one starts as soon as
     speech goes on (the pre-roll ring keeps what comes meanwhile).
@@ -137,7 +173,15 @@ class Endpointer:
         self.frame_ms = fms
         self._start_window = max(1, settings.start_window_ms // fms)
         self._start_needed = max(1, min(self._start_window, -(-settings.start_speech_ms // fms)))
-        self._end_frames = max(1, settings.end_silence_ms // fms)
+        self.smart_turn = settings.turn_detector == "smart_turn"
+        end_ms = settings.turn_fallback_ms if self.smart_turn else settings.end_silence_ms
+        self.end_silence_ms = end_ms
+        """Non-speech that ends an utterance in any case, in ms (the fallback with ``smart_turn``)."""
+        self._end_frames = max(1, end_ms // fms)
+        self._pause_frames = max(1, settings.turn_pause_ms // fms)
+        self._recent: deque[FloatArray] = deque(maxlen=max(1, TURN_CONTEXT_MS // fms))
+        self._asks = 0
+        self._open_ask: int | None = None
         self._post_frames = min(self._end_frames, settings.post_roll_ms // fms)
         self._min_ms = settings.min_utterance_ms
         self._max_frames = max(1, settings.max_utterance_ms // fms)
@@ -169,11 +213,19 @@ class Endpointer:
         """Whether an utterance is in progress."""
         return self._state == "speech"
 
+    @property
+    def open_question(self) -> int | None:
+        """The ``TurnQuestion.ask`` a verdict can still end the utterance on (None: no pause asked
+        about, or speech resumed since)."""
+        return self._open_ask
+
     def reset(self) -> None:
         """Forget everything (the stream was closed or audio was discarded)."""
         self._ring.clear()
         self._frames = []
         self._flags = []
+        self._recent.clear()
+        self._open_ask = None
         self._silence_run = 0
         self._state = "idle"
         self._parts = 0
@@ -201,6 +253,7 @@ class Endpointer:
         items = items[begin:]
         self._frames = [f for f, _ in items]
         self._flags = [flag for _, flag in items]
+        self._recent.extend(self._frames)
         self._ring.clear()
         self._state = "speech"
         self._silence_run = 0
@@ -211,14 +264,43 @@ class Endpointer:
     def _process_speech(self, frame: FloatArray, is_speech: bool) -> list[EndpointerEvent]:
         self._frames.append(frame)
         self._flags.append(is_speech)
+        self._recent.append(frame)
         self._silence_run = 0 if is_speech else self._silence_run + 1
+        if is_speech:
+            self._open_ask = None  # the user goes on: an answer about the pause comes too late
         if self._silence_run >= self._end_frames:
-            return [self._finish(trailing=self._silence_run)]
+            return [self._finish(trailing=self._silence_run, end="silence")]
         if self._part_frames_total + len(self._frames) >= self._max_frames:
-            return [self._finish(trailing=0)]
+            return [self._finish(trailing=0, end="max_length")]
         if len(self._frames) >= self._part_frames:
+            self._open_ask = None  # the audio asked about is no longer what would be transcribed
             return [self._cut_part()]
+        if self.smart_turn and self._silence_run == self._pause_frames and self._real_speech():
+            return [self._question()]
         return []
+
+    def _real_speech(self) -> bool:
+        """Whether the utterance so far holds at least ``min_utterance_ms`` of speech (the model calls
+        pure silence "complete": it is only asked about pauses after real speech)."""
+        flags = self._flags[: len(self._flags) - self._silence_run]
+        first = self._voiced_start(flags)
+        return (len(flags) - first + self._part_speech_frames) * self.frame_ms >= max(self._min_ms, 1)
+
+    def _question(self) -> TurnQuestion:
+        self._asks += 1
+        self._open_ask = self._asks
+        audio, ratio, end_offset = self._closing_audio(self._silence_run)
+        context = np.concatenate(list(self._recent)).astype(np.float32)
+        return TurnQuestion(
+            ask=self._asks, audio=audio, context=context, speech_ratio=ratio, end_offset=end_offset
+        )
+
+    def verdict(self, ask: int, complete: bool) -> list[EndpointerEvent]:
+        """The end-of-turn model's answer to ``TurnQuestion`` ``ask``: complete → the utterance ends
+        now (``end="turn_complete"``) if that pause still goes on; otherwise (unfinished, stale) nothing."""
+        if not complete or ask != self._open_ask or self._state != "speech":
+            return []
+        return [self._finish(trailing=self._silence_run, end="turn_complete")]
 
     def _cut_index(self) -> int:
         """Where to cut the current part: the middle of the longest non-speech run in the search
@@ -253,20 +335,29 @@ class Endpointer:
         self._frames, self._flags = self._frames[cut:], self._flags[cut:]
         return event
 
-    def _finish(self, trailing: int) -> EndpointerEvent:
-        """End the utterance; ``trailing`` non-speech frames at the end are cut to the post-roll."""
+    def _closing_audio(self, trailing: int) -> tuple[FloatArray, float, int]:
+        """What an utterance ending now would transcribe: (audio, speech ratio, end offset), the
+        ``trailing`` non-speech frames at the end cut to the post-roll."""
         trailing = min(trailing, len(self._frames))  # a part may have taken the start of the pause
         keep = len(self._frames) - trailing + min(trailing, self._post_frames)
         flags = self._flags[: len(self._flags) - trailing]
-        parts, earlier = self._parts, self._part_samples
         first = self._voiced_start(flags)
         voiced_span = flags[first:]
-        speech_ms = (len(voiced_span) + self._part_speech_frames) * self.frame_ms
         ratio = sum(voiced_span) / max(1, len(voiced_span))
         audio = np.concatenate([np.zeros(0, np.float32), *self._frames[:keep]]).astype(np.float32)
-        if parts and not any(flags):
+        if self._parts and not any(flags):
             audio = audio[:0]  # only the pause after the last part: nothing left to transcribe
         end_offset = self._samples_seen - sum(len(f) for f in self._frames[len(flags) :])
+        return audio, ratio, end_offset
+
+    def _finish(self, trailing: int, end: EndReason) -> EndpointerEvent:
+        """End the utterance; ``trailing`` non-speech frames at the end are cut to the post-roll."""
+        audio, ratio, end_offset = self._closing_audio(trailing)
+        trailing = min(trailing, len(self._frames))
+        flags = self._flags[: len(self._flags) - trailing]
+        parts, earlier = self._parts, self._part_samples
+        speech_ms = (len(flags) - self._voiced_start(flags) + self._part_speech_frames) * self.frame_ms
+        asked = self._open_ask if end != "max_length" else None  # max_length keeps the whole pause
         self.reset()
         if speech_ms < self._min_ms:
             return UtteranceRejected(reason="too_short", speech_ms=speech_ms)
@@ -277,6 +368,8 @@ class Endpointer:
             end_offset=end_offset,
             earlier_samples=earlier,
             parts=parts,
+            end=end,
+            asked=asked,
         )
 
     def flush(self) -> list[EndpointerEvent]:
@@ -284,7 +377,7 @@ class Endpointer:
         if self._state != "speech":
             self.reset()
             return []
-        return [self._finish(trailing=self._silence_run)]
+        return [self._finish(trailing=self._silence_run, end="silence")]
 
 
 class FrameSegmenter:
@@ -319,7 +412,14 @@ class FrameSegmenter:
 
 
 def segment_audio(samples: FloatArray, settings: HearingSettings) -> list[EndpointerEvent]:
-    """Run a whole clip through the runtime's segmenter, followed by end silence so speech closes."""
+    """Run a whole clip through the runtime's segmenter, followed by end silence so speech closes.
+
+    Clips are cut with the ``silence`` detector (``end_silence_ms`` pauses), whatever
+    ``turn_detector`` says: no end-of-turn model runs offline, so the tools' segments stay as before.
+    """
+    from dataclasses import replace
+
+    settings = replace(settings, turn_detector="silence")
     seg = FrameSegmenter(settings)
     tail = np.zeros(settings.sample_rate * (settings.end_silence_ms + 2 * settings.block_ms) // 1000)
     return seg.feed(samples) + seg.feed(tail.astype(np.float32)) + seg.endpointer.flush()

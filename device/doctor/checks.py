@@ -177,6 +177,40 @@ def check_cross_check_model(setting: str, deep: bool) -> CheckResult:
     )
 
 
+def check_turn_model(detector: str, setting: str, deep: bool) -> CheckResult:
+    """The end-of-turn model (``hearing.turn_model``) is there and, for the fetched one, intact; with
+    ``deep`` it runs once on a second of silence."""
+    from audio.hearing.stt import ModelUnavailable
+    from audio.hearing.turn_model import SmartTurnModel, check_model_file, resolve_model_path
+
+    name = "end-of-turn model (Smart Turn)"
+    if detector != "smart_turn":
+        return CheckResult(name, "ok", f"not used (hearing.turn_detector = {detector!r}: fixed silence)")
+    path = resolve_model_path(setting)
+    try:
+        check_model_file(path)
+    except ModelUnavailable as err:
+        fix = "python -m audio.fetch_models (the bootstrap runs it), or set hearing.turn_model"
+        return CheckResult(name, "fail", f"{err}: the daemon will not start", fix)
+    if not deep:
+        return CheckResult(name, "ok", f"{path} (present; --deep runs it)")
+
+    def run() -> None:
+        import numpy as np
+
+        model = SmartTurnModel(path)
+        model.load()
+        model.predict(np.zeros(16000, np.float32))
+
+    return _timed_check(
+        name,
+        run,
+        f"{path} does not run",
+        "python -m audio.fetch_models --force",
+        lambda took: f"{path} loads and runs in {took:.1f} s",
+    )
+
+
 def check_voice(voice: str, deep: bool) -> CheckResult:
     """The Piper voice ``.onnx`` and its ``.onnx.json`` are present (and, with ``deep``, load)."""
     if voice:
@@ -370,6 +404,8 @@ def run_checks(
     deep: bool = False,
     stt_model: str = "",
     cross_check_model: str = "",
+    turn_detector: str = "smart_turn",
+    turn_model: str = "",
     voice: str = "",
     simulate: bool = False,
     need_speaker: bool = True,
@@ -403,6 +439,7 @@ def run_checks(
     results.append(check_speech_check_model(deep))
     if stt_provider == "whisper":
         results.append(check_cross_check_model(cross_check_model, deep))
+    results.append(check_turn_model(turn_detector, turn_model, deep))
     results.append(check_voice(voice, deep))
     results.append(
         check_broker(
@@ -435,6 +472,8 @@ def check_config(config: Config, deep: bool = False) -> list[CheckResult]:
         deep=deep,
         stt_model=config.hearing.stt_model,
         cross_check_model=config.hearing.stt_cross_check_model,
+        turn_detector=config.hearing.turn_detector,
+        turn_model=config.hearing.turn_model,
         stt_provider=config.hearing.stt_provider,
         voice=config.speaking.voice,
         simulate=simulate,

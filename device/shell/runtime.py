@@ -25,6 +25,7 @@ from audio.edges.wav import WavError, load_audio
 from audio.events import AudioDeviceProblem, AudioEvent
 from audio.hearing.listener import Listener
 from audio.hearing.stt import ModelUnavailable, make_transcriber
+from audio.hearing.turn_model import make_turn_model
 from audio.speaking.tts import VoiceNotFound
 from device import __version__
 from device.buttons.choice import action_for, make_button
@@ -390,12 +391,17 @@ class Runtime:
 
         self.notifier.status("loading models")
         self.transcriber = make_transcriber(cfg.hearing)
+        turn_model = make_turn_model(cfg.hearing)  # None with hearing.turn_detector = "silence"
         try:
             await asyncio.to_thread(self.transcriber.load)
+            if turn_model is not None:
+                await asyncio.to_thread(turn_model.load)
         except ModelUnavailable as err:
             return await self._abort_start(server, str(err))
         self.source = make_source(cfg)
-        self.listener = Listener(cfg.hearing, self.source, self.transcriber, self._emit_audio)
+        self.listener = Listener(
+            cfg.hearing, self.source, self.transcriber, self._emit_audio, turn_model=turn_model
+        )
         self.speaker = make_speaker(cfg, self.state_dir, self._emit_audio, self.source)
         try:
             await self.speaker.start()

@@ -28,6 +28,8 @@ from audio.hearing.whisper_stt import WhisperTranscriber
 from tests.audio.conftest import hearing_room
 
 SPEED = 4.0  # the simulated microphone runs 4x real time to keep the suite short
+# At 4x the end-of-turn model's verdict (which waits for a decode) comes 4x later in audio time, so
+# these tests use the fixed-silence endpoint; turn-taking runs at real time in test_hearing_turn_listener.
 
 E = TypeVar("E")
 
@@ -65,7 +67,7 @@ def closes(ev: AudioEvent) -> bool:
 def make(
     transcriber: WhisperTranscriber, settings: HearingSettings | None = None
 ) -> tuple[Listener, SimulatedMicrophone, Recorder]:
-    s = settings or HearingSettings(reopen_interval_s=0.1)
+    s = settings or HearingSettings(turn_detector="silence", reopen_interval_s=0.1)
     mic = SimulatedMicrophone(speed=SPEED, noise_db=-70)
     rec = Recorder()
     counter = itertools.count(1)
@@ -241,7 +243,9 @@ async def test_slow_device_open_does_not_block_the_event_loop(
     hearing_transcriber: WhisperTranscriber,
 ) -> None:
     mic = SlowMicrophone(delay_s=0.6)
-    listener = Listener(HearingSettings(reopen_interval_s=0.1), mic, hearing_transcriber, Recorder())
+    listener = Listener(
+        HearingSettings(turn_detector="silence", reopen_interval_s=0.1), mic, hearing_transcriber, Recorder()
+    )
     ticks = 0
 
     async def ticker() -> None:
@@ -264,7 +268,9 @@ async def test_close_during_a_slow_open_leaves_the_device_closed(
 ) -> None:
     mic = SlowMicrophone(delay_s=0.4)
     rec = Recorder()
-    listener = Listener(HearingSettings(reopen_interval_s=0.1), mic, hearing_transcriber, rec)
+    listener = Listener(
+        HearingSettings(turn_detector="silence", reopen_interval_s=0.1), mic, hearing_transcriber, rec
+    )
     opening = asyncio.create_task(listener.open())
     await asyncio.sleep(0.1)  # the open is blocked in the mic-io thread
     await listener.close()  # queued behind the open: closes what it produced
@@ -307,7 +313,7 @@ def make_logged(
     transcriber: WhisperTranscriber, max_part_ms: int
 ) -> tuple[Listener, SimulatedMicrophone, Recorder, CallLog]:
     """A Listener with short parts whose decodes are logged."""
-    settings = HearingSettings(reopen_interval_s=0.1, max_part_ms=max_part_ms)
+    settings = HearingSettings(turn_detector="silence", reopen_interval_s=0.1, max_part_ms=max_part_ms)
     rec = Recorder()
     log = CallLog(transcriber, rec)
     mic = SimulatedMicrophone(speed=SPEED, noise_db=-70)
@@ -374,7 +380,9 @@ async def test_the_rooms_echo_of_a_reply_is_not_heard_as_the_user(
     wet = hearing_room(np.concatenate([reply, np.zeros(24000, np.float32)]), 1.2, -3.0)
     wet *= 0.9 / np.abs(wet).max()
     echo = wet[len(reply) :]
-    settings = HearingSettings(reopen_interval_s=0.1, speaking_tail_max_ms=1000 if measured else 0)
+    settings = HearingSettings(
+        turn_detector="silence", reopen_interval_s=0.1, speaking_tail_max_ms=1000 if measured else 0
+    )
     listener, mic, rec = make(hearing_transcriber, settings)
     await listener.open()
     await asyncio.sleep(0.15)  # the quiet room before the reply (0.6 s of audio at 4x)

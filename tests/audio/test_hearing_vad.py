@@ -12,6 +12,7 @@ from audio.hearing.vad import (
     Endpointer,
     EndpointerEvent,
     SpeechDetector,
+    TurnQuestion,
     UtteranceBegan,
     UtteranceComplete,
     UtterancePart,
@@ -40,6 +41,7 @@ def settings() -> HearingSettings:
         post_roll_ms=60,
         min_utterance_ms=100,
         max_utterance_ms=3000,
+        turn_detector="silence",
     )
 
 
@@ -203,3 +205,98 @@ def test_detector_accepts_speech(hearing_say) -> None:  # type: ignore[no-untype
     audio = hearing_say("Hello there, how are you?")
     flags = [det.is_speech(audio[i : i + FRAME]) for i in range(0, len(audio) - FRAME, FRAME)]
     assert sum(flags) / len(flags) > 0.5
+
+
+# ---- turn-taking: the endpointer fed frames and the model's verdicts -------------------------------
+def smart(settings: HearingSettings) -> HearingSettings:
+    """smart_turn: a 6-frame (180 ms) pause asks, 30 frames (900 ms) of silence end anyway."""
+    return replace(settings, turn_detector="smart_turn", turn_pause_ms=180, turn_fallback_ms=900)
+
+
+def drive(
+    ep: Endpointer, pattern: str, answers: dict[int, bool] | None = None
+) -> list[tuple[int, EndpointerEvent]]:
+    """Like ``run``, but a question asked at frame i is answered ``answers[k]`` (k: the k-th question,
+    from 1) right after frame i + 2 (the model's latency); unanswered questions stay open."""
+    answers = answers or {}
+    out: list[tuple[int, EndpointerEvent]] = []
+    pending: list[tuple[int, int]] = []  # (answer at frame, ask)
+    for i, ch in enumerate(pattern):
+        frame = np.full(FRAME, float(i), dtype=np.float32)
+        events = ep.process(frame, ch == "s")
+        for _, ask in [p for p in pending if p[0] == i]:
+            events += ep.verdict(ask, answers[ask])
+        out += [(i, ev) for ev in events]
+        pending += [(i + 2, ev.ask) for ev in events if isinstance(ev, TurnQuestion) and ev.ask in answers]
+    return out
+
+
+def kinds(events: list[tuple[int, EndpointerEvent]]) -> list[type]:
+    return [type(e) for _, e in events]
+
+
+def test_complete_verdict_ends_the_turn_at_the_pause(settings: HearingSettings) -> None:
+    events = drive(Endpointer(smart(settings)), "." * 10 + "s" * 20 + "." * 40, {1: True})
+    assert kinds(events) == [UtteranceBegan, TurnQuestion, UtteranceComplete]
+    (_, _), (iq, q), (ic, done) = events
+    assert isinstance(q, TurnQuestion) and isinstance(done, UtteranceComplete)
+    assert iq == 30 + 6 - 1  # the 6th silent frame asks
+    assert ic == iq + 2 and done.end == "turn_complete" and done.asked == q.ask
+    # The question's audio is exactly what the utterance sends to STT: the speculative decode is valid.
+    assert np.array_equal(q.audio, done.audio) and q.speech_ratio == done.speech_ratio
+    assert q.end_offset == done.end_offset == 30 * FRAME
+    # The model sees everything up to the question (pre-roll, speech, the pause).
+    assert q.context[-1] == float(iq) and len(q.context) == (iq + 1 - 5) * FRAME
+
+
+def test_unfinished_verdict_waits_and_resumed_speech_is_the_same_utterance(settings: HearingSettings) -> None:
+    pattern = "." * 10 + "s" * 20 + "." * 20 + "s" * 15 + "." * 40
+    events = drive(Endpointer(smart(settings)), pattern, {1: False, 2: True})
+    assert kinds(events) == [UtteranceBegan, TurnQuestion, TurnQuestion, UtteranceComplete]
+    done = events[-1][1]
+    assert isinstance(done, UtteranceComplete) and done.end == "turn_complete" and done.asked == 2
+    values = {int(v) for v in done.audio}
+    assert set(range(10, 65)) <= values  # both halves and the pause between them, in one utterance
+
+
+def test_late_complete_verdict_after_speech_resumed_is_ignored(settings: HearingSettings) -> None:
+    ep = Endpointer(smart(settings))
+    events = run(ep, "." * 10 + "s" * 20 + "." * 6)
+    (q,) = [e for _, e in events if isinstance(e, TurnQuestion)]
+    assert ep.open_question == q.ask
+    run(ep, "ss")  # the user goes on before the answer arrives
+    assert ep.open_question is None and ep.verdict(q.ask, True) == [] and ep.in_speech
+
+
+def test_unanswered_or_unfinished_pause_ends_at_the_fallback(settings: HearingSettings) -> None:
+    for answers in ({}, {1: False}):
+        events = drive(Endpointer(smart(settings)), "." * 10 + "s" * 20 + "." * 40, answers)
+        assert kinds(events) == [UtteranceBegan, TurnQuestion, UtteranceComplete]
+        i, done = events[-1]
+        assert isinstance(done, UtteranceComplete)
+        assert i == 30 + 30 - 1 and done.end == "silence" and done.asked == 1  # the decode is still valid
+
+
+def test_max_length_ends_with_max_length(settings: HearingSettings) -> None:
+    events = drive(Endpointer(smart(replace(settings, max_utterance_ms=1500))), "s" * 80)
+    done = [e for _, e in events if isinstance(e, UtteranceComplete)]
+    assert done and done[0].end == "max_length" and done[0].asked is None
+
+
+def test_no_question_without_real_speech(settings: HearingSettings) -> None:
+    s = smart(replace(settings, min_utterance_ms=200))
+    assert not [e for _, e in run(Endpointer(s), "." * 200) if isinstance(e, TurnQuestion)]
+    # 4 frames (120 ms) of speech: an utterance, but too little speech to ask about.
+    events = run(Endpointer(s), "." * 10 + "ssss" + "." * 40)
+    assert kinds(events) == [UtteranceBegan, UtteranceRejected]
+
+
+def test_one_question_per_pause(settings: HearingSettings) -> None:
+    events = drive(Endpointer(smart(settings)), "." * 10 + "s" * 20 + "." * 25, {1: False})
+    assert kinds(events) == [UtteranceBegan, TurnQuestion]  # asked once; still open (fallback at 30)
+
+
+def test_silence_detector_never_asks(settings: HearingSettings) -> None:
+    events = run(Endpointer(settings), "." * 10 + "s" * 20 + "." * 40)
+    assert kinds(events) == [UtteranceBegan, UtteranceComplete]
+    assert isinstance(events[-1][1], UtteranceComplete) and events[-1][1].end == "silence"

@@ -120,6 +120,11 @@ def test_bad_broker_url_exits_2(tmp_path: Path) -> None:
             id="whisper",
         ),
         pytest.param(
+            "[hearing]\nturn_model = '{tmp}/no-turn.onnx'\n",
+            "hearing.turn_model: end-of-turn model",
+            id="turn-model",
+        ),
+        pytest.param(
             "[speaking]\nvoice = '{tmp}/no-voice.onnx'\n",
             "speaking.voice: voice model not found:",
             id="voice",

@@ -252,6 +252,7 @@ def test_run_checks_returns_every_check(mosquitto: Mosquitto, tmp_path: Path) ->
         "speech-to-text model",
         "speech check model (Silero VAD)",
         "cross-check model (Moonshine)",
+        "end-of-turn model (Smart Turn)",
         "voice",
         "broker",
         "clock",

@@ -15,7 +15,11 @@ REPO = Path(__file__).resolve().parents[2]
 class DeviceDaemon:
     """One daemon process (``python -m device run --simulate``) with its own state dir and log."""
 
-    def __init__(self, broker_url: str, device_id: str, workdir: Path) -> None:
+    def __init__(
+        self, broker_url: str, device_id: str, workdir: Path, settings: tuple[str, ...] = ()
+    ) -> None:
+        """``settings``: ``SECTION.KEY=VALUE`` overrides passed as ``--set``."""
+        self.settings = settings
         self.broker_url = broker_url
         self.device_id = device_id
         self.state_dir = workdir / "state"
@@ -31,6 +35,7 @@ class DeviceDaemon:
             "--device-id", self.device_id,
             "--state-dir", str(self.state_dir),
             "--face", "none",
+            *(arg for kv in self.settings for arg in ("--set", kv)),
         ]  # fmt: skip
 
     def start(self) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
+from collections.abc import Iterator
 
 import pytest
 
@@ -11,9 +13,30 @@ from agent_link.harness.runner import voice_mumbler, voice_speaker
 from agent_link.harness.scenario import ScenarioContext, run_scenario, summary
 from agent_link.harness.scenarios import select
 from agent_link.harness.user_voice import UserVoice
+from tests.broker import Mosquitto
 from tests.e2e.daemon import DeviceDaemon
 
 SCENARIOS = select(["conformance"])
+MAX_UTTERANCE_S = 9.0
+"""The conformance daemon's hearing.max_utterance_ms (s): short enough to speak past."""
+
+
+@pytest.fixture(scope="module")
+def daemon(e2e_broker: Mosquitto, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DeviceDaemon]:
+    """The real daemon in simulation, with a maximum utterance length the max_length scenario can reach."""
+    device = DeviceDaemon(
+        e2e_broker.url,
+        f"e2e-{uuid.uuid4().hex[:8]}",
+        tmp_path_factory.mktemp("device"),
+        settings=(f"hearing.max_utterance_ms={int(MAX_UTTERANCE_S * 1000)}",),
+    )
+    device.start()
+    try:
+        yield device
+    finally:
+        device.stop()
+
+
 NAMES = [sc.name for sc in SCENARIOS]
 
 
@@ -29,6 +52,7 @@ def _context(
         say_to_device=voice_speaker(harness, voice),
         mumble_to_device=voice_mumbler(harness, voice),
         timeout=25.0,
+        max_utterance_s=MAX_UTTERANCE_S,
         log=lines.append,
     )
 
@@ -39,6 +63,7 @@ def test_suite_lists_every_required_behaviour() -> None:
         "activity_starts_during_goodbye", "speech_behind_goodbye", "stop_mid_reply", "streamed_reply", "typed_text",
         "voice_transcript", "mumble_heard_poorly", "duplicate_command", "expired_command", "malformed_commands",
         "say_while_asleep", "restart_keeps_sleep_allowed", "asleep_hears_nothing", "contract",
+        "turn_end_complete", "turn_end_silence", "turn_end_max_length",
     }  # fmt: skip
     assert required <= set(NAMES)
     assert NAMES[-1] == "contract"

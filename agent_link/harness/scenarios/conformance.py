@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
+from typing import Any
 
 from agent_link.harness.client import new_id
 from agent_link.harness.scenario import ScenarioRun, scenario
@@ -255,6 +257,93 @@ async def voice_transcript(run: ScenarioRun) -> None:
         assert heard.source == "voice", heard.source
         assert "weather" in heard.text.lower(), f"text {heard.text!r}"
         assert heard.confidence >= 0.4, f"confidence {heard.confidence:.2f}"
+    await run.reset()
+
+
+def _closes(utterance: str) -> Callable[[Any], bool]:
+    """Matches the ``transcript`` or ``utterance_failed`` closing ``utterance``."""
+    return lambda e: e.type in ("transcript", "utterance_failed") and e.utterance == utterance
+
+
+async def _spoken_turn(run: ScenarioRun, text: str) -> tuple[Any, Any, Any]:
+    """Say ``text``; (speech_started, speech_ended, closing event) of the utterance it opened."""
+    h, t = run.h, run.timeout
+    assert run.ctx.say_to_device is not None
+    await run.ctx.say_to_device(text)
+    started = await h.wait_for("speech_started", t)
+    ended = await h.wait_for("speech_ended", t, utterance=started.utterance)
+    closing = await h.wait_for(_closes(started.utterance), 2 * t)
+    return started, ended, closing
+
+
+@scenario("turn_end_complete", "a finished sentence ends at the short pause: speech_ended(end=turn_complete)")
+async def turn_end_complete(run: ScenarioRun) -> None:
+    h = run.h
+    if run.ctx.say_to_device is None:
+        run.note("skipped: no voice to speak with (say_to_device not set)")
+        return
+    await run.wake()
+    async with run.step(
+        "'What is the weather like today?' → speech_ended end=turn_complete, then transcript"
+    ):
+        _, ended, closing = await _spoken_turn(run, "What is the weather like today?")
+        assert ended.end is not None, "speech_ended without end (a v1 device)"
+        assert ended.end == "turn_complete", (
+            f"end={ended.end!r}: the end-of-turn model did not end a finished sentence "
+            "(or hearing.turn_detector = 'silence')"
+        )
+        assert closing.type == "transcript", f"{closing.type} {getattr(closing, 'reason', '')}"
+        run.note(f"heard {closing.text!r}; speech_ended → transcript {1000 * (closing.ts - ended.ts):.0f} ms")
+    async with run.step("one utterance for the sentence"):
+        await h.expect_none("speech_started", within=1.0)
+    await run.reset()
+
+
+@scenario("turn_end_silence", "an unfinished sentence waits for the fallback: one utterance, end=silence")
+async def turn_end_silence(run: ScenarioRun) -> None:
+    h = run.h
+    if run.ctx.say_to_device is None:
+        run.note("skipped: no voice to speak with (say_to_device not set)")
+        return
+    await run.wake()
+    async with run.step("'I would like to' (trails off) → speech_ended end=silence, then transcript"):
+        started, ended, closing = await _spoken_turn(run, "I would like to")
+        assert ended.end == "silence", f"end={ended.end!r} for a sentence cut off on 'to'"
+        assert closing.type == "transcript", f"{closing.type} {getattr(closing, 'reason', '')}"
+        run.note(f"heard {closing.text!r}")
+    async with run.step("no second utterance"):
+        await h.expect_none("speech_started", within=1.0)
+        assert [e.utterance for e in h.since() if e.type == "speech_started"] == [started.utterance]
+    await run.reset()
+
+
+MAX_LENGTH_TEXT = (
+    "and then we walked along the river and the little dog ran after every bird it saw and my "
+    "sister laughed and called it back again and again until the sun went down behind the hills "
+    "and we all walked home together singing the songs our grandmother taught us long ago"
+)
+
+
+@scenario("turn_end_max_length", "speech longer than the maximum: speech_ended(end=max_length), then more")
+async def turn_end_max_length(run: ScenarioRun) -> None:
+    h, t = run.h, run.timeout
+    limit = run.ctx.max_utterance_s
+    if run.ctx.say_to_device is None or limit is None:
+        run.note("skipped: needs a voice and the device's hearing.max_utterance_ms (max_utterance_s)")
+        return
+    await run.wake()
+    async with run.step(
+        f"a long run-on sentence → the first utterance ends at {limit:.0f} s: end=max_length"
+    ):
+        await run.ctx.say_to_device(MAX_LENGTH_TEXT)
+        started = await h.wait_for("speech_started", t)
+        ended = await h.wait_for("speech_ended", limit + t, utterance=started.utterance)
+        assert ended.end == "max_length", f"end={ended.end!r} after {ended.audio_ms} ms"
+        assert ended.audio_ms >= 1000 * limit - 500, f"ended after {ended.audio_ms} ms"
+    async with run.step("the speech that goes on is the next utterance, and both are closed"):
+        nxt = await h.wait_for("speech_started", t)
+        for uid in (started.utterance, nxt.utterance):
+            await h.wait_for(_closes(uid), 3 * t)
     await run.reset()
 
 

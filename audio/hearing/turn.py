@@ -1,0 +1,88 @@
+"""Is the user's turn complete? The end-of-turn model's probability, weighed with the speculative
+transcript of the words so far (pure: no model, no clock).
+
+The audio model alone misjudges about a third of the first halves of real sentences cut at a pause
+("complete"), but Whisper's text of such a half often shows it: it ends on a word a sentence cannot
+end on ("… out of", "… the North which") or without a full stop. ``turn_complete`` combines them as
+``hearing.turn_text_check`` says (docs/hearing.md has the measurements):
+
+- ``off``: the model alone, ``p >= threshold``;
+- ``words``: a last word in ``OPEN_WORDS`` keeps the turn open whatever the model says;
+- ``words+punctuation``: also, a transcript that does not end in ``.``, ``?`` or ``!`` (or ends in
+  an ellipsis) needs ``p >= OPEN_THRESHOLD``.
+
+No transcript (the decode failed or heard nothing) leaves the model alone.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+TextHint = Literal["final", "open", "unfinished"]
+"""What the words so far say: end with a sentence mark, do not, or end on a word no sentence ends on."""
+
+OPEN_WORDS: frozenset[str] = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "to",
+        "with",
+        "into",
+        "onto",
+        "than",
+        "and",
+        "but",
+        "or",
+        "nor",
+        "because",
+        "although",
+        "though",
+        "unless",
+        "whereas",
+        "whether",
+        "if",
+        "which",
+        "whose",
+        "my",
+        "your",
+        "its",
+        "our",
+        "their",
+    ]
+)
+"""Words a spoken sentence (almost) never ends on: articles, the prepositions that never end one,
+conjunctions, relative and possessive words. Particles and prepositions that often end a sentence
+("turn it off", "sit down", "what is it for", "where are you from") and pronouns ("I saw her") are
+not here: a wrong "unfinished" costs the fallback's wait on a finished turn."""
+
+OPEN_THRESHOLD = 0.9
+"""``words+punctuation``: the probability a transcript without a sentence mark needs."""
+
+_LAST_WORD = re.compile(r"([A-Za-z']+)[^A-Za-z']*$")
+
+
+def text_hint(text: str) -> TextHint | None:
+    """What ``text`` (Whisper's transcript of the words so far) says about the turn; None if empty."""
+    stripped = text.strip()
+    if not stripped:
+        return None
+    match = _LAST_WORD.search(stripped)
+    if match is not None and match.group(1).lower().strip("'") in OPEN_WORDS:
+        return "unfinished"
+    if stripped.endswith(("...", "…")) or not stripped.endswith((".", "?", "!")):
+        return "open"
+    return "final"
+
+
+def turn_complete(probability: float, text: str | None, threshold: float, check: str) -> bool:
+    """Whether the turn is complete: the model's ``probability`` and the speculative ``text``
+    (None: no transcript) combined as ``check`` (``hearing.turn_text_check``) says."""
+    hint = text_hint(text) if text is not None and check != "off" else None
+    if hint == "unfinished":
+        return False
+    if hint == "open" and check == "words+punctuation":
+        return probability >= max(threshold, OPEN_THRESHOLD)
+    return probability >= threshold

@@ -1,0 +1,420 @@
+"""``robot-face bench turns``: how fast a finished turn is answered and how often a hesitation splits it.
+
+Every clip goes through the runtime's own path at real-time speed: a ``SimulatedMicrophone`` (room
+noise, real-time blocks) → ``Listener`` (VAD, endpointer, end-of-turn model, speculative decode,
+Whisper) → events, once per detector configuration, side by side in one run:
+
+- complete turns (real recorded sentences and Piper's joe): time from the last speech frame the VAD
+  saw (``speech_ended.ts``) to the ``transcript`` event, median and p90; the share that waited for
+  the fallback silence (``end: silence``);
+- hesitations: real sentences cut at a pause between two words, the pause stretched to each of
+  ``--pauses`` seconds: the share kept whole (one utterance, one transcript);
+- the end-of-turn model's CPU time per utterance (features + inference, thread CPU).
+
+Timings depend on the load of the machine: run it on a quiet one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from audio.edges.capture import SimulatedMicrophone
+from audio.edges.wav import FloatArray
+from audio.events import AudioEvent, SpeechEnded, SpeechStarted, Transcribed, UtteranceFailed
+from audio.hearing.engine import Transcriber
+from audio.hearing.listener import Listener, TurnAsk
+from audio.hearing.settings import HearingSettings
+from audio.hearing.turn_model import TurnModel
+from audio.hearing.vad import frame_level_db
+
+RATE = 16000
+FRAME = 480
+"""30 ms analysis frames for finding pauses."""
+PIPER_SENTENCES = (
+    "What time is it?",
+    "Turn on the lights in the kitchen.",
+    "Can you tell me a story about a dragon?",
+    "Please remind me to call my sister tomorrow morning.",
+    "I would like to listen to some quiet music while I read my book.",
+    "How far away is the moon?",
+    "Let's play the animal quiz.",
+    "My favourite colour is blue.",
+)
+
+ClipKind = Literal["complete", "hesitation"]
+
+
+@dataclass(frozen=True, slots=True)
+class Clip:
+    """One bench input: audio, what was said, and for a hesitation the stretched pause (s)."""
+
+    name: str
+    text: str
+    audio: FloatArray
+    kind: ClipKind
+    pause_s: float = 0.0
+    voice: str = "real"
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What the runtime made of one clip."""
+
+    clip: Clip
+    utterances: int = 0
+    transcripts: list[str] = field(default_factory=list)
+    latency_s: float | None = None
+    """Last speech frame → transcript of the clip's last utterance."""
+    decided_s: float | None = None
+    """Last speech frame → ``speech_ended`` (the endpointing alone, without the decode's wait)."""
+    end: str | None = None
+    model_cpu_ms: float = 0.0
+    asks: int = 0
+    ask_log: list[str] = field(default_factory=list)
+    ask_records: list[TurnAsk] = field(default_factory=list)
+
+
+def _speech_mask(audio: FloatArray) -> np.ndarray:
+    n = len(audio) // FRAME
+    levels = np.array([frame_level_db(audio[i * FRAME : (i + 1) * FRAME]) for i in range(n)])
+    return np.asarray(levels > max(-50.0, float(levels.max()) - 30.0))
+
+
+def hesitation(audio: FloatArray, pause_s: float) -> FloatArray | None:
+    """``audio`` cut at the longest pause between words in the middle of the speech (35-80 % of it;
+    the quietest frame there if no pause), the pause replaced by ``pause_s`` of silence; None when
+    the clip has too little speech to cut."""
+    mask = _speech_mask(audio)
+    idx = np.flatnonzero(mask)
+    if len(idx) < 20:
+        return None
+    first, last = int(idx[0]), int(idx[-1])
+    lo, hi = first + int(0.35 * (last - first)), first + int(0.8 * (last - first))
+    best: tuple[int, int] = (0, -1)  # (length, start) of the longest non-speech run in [lo, hi]
+    run = 0
+    for i in range(lo, hi + 1):
+        run = 0 if mask[i] else run + 1
+        if run and run >= best[0]:
+            best = (run, i + 1 - run)
+    if best[1] >= 0:
+        start, end = best[1] * FRAME, (best[1] + best[0]) * FRAME
+    else:
+        levels = [frame_level_db(audio[i * FRAME : (i + 1) * FRAME]) for i in range(lo, hi + 1)]
+        start = end = (lo + int(np.argmin(levels))) * FRAME + FRAME // 2
+    gap = np.zeros(int(pause_s * RATE), np.float32)
+    return np.concatenate([audio[:start], gap, audio[end:]]).astype(np.float32)
+
+
+def real_clips(directory: Path, limit: int) -> list[tuple[str, str, FloatArray]]:
+    """Whole real sentences from a manifest set: (name, transcript, audio) of 1.5-8 s speech clips
+    whose transcript is a sentence: ends in ``.``/``?``/``!`` (at least four words), or has no
+    punctuation at all (at least five words); prompt fragments ("..."), verse lines, card names and
+    digit strings are left out. The sources other than the big Asterisk set come first (more voices)."""
+    from audio.tools.eval_confidence import read_clip, read_manifest
+
+    others: list[tuple[str, str, FloatArray]] = []
+    asterisk: list[tuple[str, str, FloatArray]] = []
+    for row in read_manifest(directory):
+        text = row.get("transcript", "").strip()
+        words = len(text.split())
+        if row["kind"] != "speech" or "..." in text or "sonnet" in row["relpath"]:
+            continue
+        sentence = (text.endswith((".", "?", "!")) and words >= 4) or (
+            text.isascii() and text.replace("'", "").replace(" ", "").isalpha() and words >= 5
+        )
+        if not sentence or "/cards/" in row["relpath"] or "tidigits" in row["relpath"]:
+            continue
+        audio = read_clip(directory, row["relpath"], RATE, [])
+        if audio is not None and 1.5 <= len(audio) / RATE <= 8.0:
+            (asterisk if row["relpath"].startswith("asterisk") else others).append(
+                (row["relpath"], text, audio)
+            )
+    rest = max(0, limit - len(others))
+    step = max(1, len(asterisk) // max(1, rest))
+    return (others + asterisk[::step][:rest])[:limit]
+
+
+def piper_clips() -> list[Clip]:
+    """The bench sentences in Piper's joe voice (no sampling noise: the same audio every run)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+    import build_speech_sets as bss
+
+    lead = np.zeros(RATE // 5, np.float32)
+    return [
+        Clip(
+            f"piper:{t}",
+            t,
+            np.concatenate([lead, bss.synth(t, "piper:joe:1.0", noise=False)]),
+            "complete",
+            0.0,
+            "piper",
+        )
+        for t in PIPER_SENTENCES
+    ]
+
+
+def build_clips(
+    directory: Path, limit: int, hesitations: int, pauses: list[float], piper: bool
+) -> list[Clip]:
+    """Complete turns (real + Piper) and hesitations (real, each pause length)."""
+    real = real_clips(directory, limit)
+    clips = [Clip(name, text, audio, "complete") for name, text, audio in real]
+    if piper:
+        clips += piper_clips()
+    long = [r for r in real if len(r[1].split()) >= 5 and not any(m in r[1][:-1] for m in [".", "?", "!"])]
+    long = long[:: max(1, len(long) // max(1, hesitations))][:hesitations]
+    for name, text, audio in long:
+        for p in pauses:
+            cut = hesitation(audio, p)
+            if cut is not None:
+                clips.append(Clip(f"{name}+{p:.1f}s", text, cut, "hesitation", p))
+    return clips
+
+
+class _Events:
+    def __init__(self) -> None:
+        self.events: list[AudioEvent] = []
+        self.received: list[float] = []
+        """Wall time each event reached the sink."""
+
+    def __call__(self, ev: AudioEvent) -> None:
+        self.events.append(ev)
+        self.received.append(time.time())
+
+    def open_utterances(self) -> int:
+        started = sum(isinstance(e, SpeechStarted) for e in self.events)
+        return started - sum(isinstance(e, Transcribed | UtteranceFailed) for e in self.events)
+
+
+async def run_config(
+    settings: HearingSettings,
+    clips: list[Clip],
+    transcriber: Transcriber,
+    turn_model: TurnModel | None,
+    gap_s: float = 0.6,
+) -> list[Outcome]:
+    """Feed every clip through one Listener at real-time speed; one ``Outcome`` per clip."""
+    mic = SimulatedMicrophone(speed=1.0, noise_db=-65.0)
+    rec = _Events()
+    counter = itertools.count(1)
+    listener = Listener(
+        settings, mic, transcriber, rec, utterance_ids=lambda: f"u{next(counter)}", turn_model=turn_model
+    )
+    await listener.open()
+    await asyncio.sleep(0.5)  # let the noise floor settle
+    outcomes = []
+    try:
+        for clip in clips:
+            mark, asks_before = len(rec.events), len(listener.turn_asks)
+            mic.feed(clip.audio)
+            while mic.pending_samples or rec.open_utterances():
+                await asyncio.sleep(0.02)
+            await asyncio.sleep(gap_s)
+            asks = list(listener.turn_asks)[asks_before:]
+            outcomes.append(_outcome(clip, rec.events[mark:], rec.received[mark:], asks))
+    finally:
+        await listener.aclose()
+    return outcomes
+
+
+def _outcome(clip: Clip, events: list[AudioEvent], received: list[float], asks: list[TurnAsk]) -> Outcome:
+    out = Outcome(clip)
+    out.ask_log = [f"p={a.probability:.2f} {a.text!r} → {'complete' if a.complete else 'wait'}" for a in asks]
+    out.utterances = sum(isinstance(e, SpeechStarted) for e in events)
+    out.transcripts = [e.text for e in events if isinstance(e, Transcribed)]
+    ended = [e for e in events if isinstance(e, SpeechEnded)]
+    done = [e for e in events if isinstance(e, Transcribed)]
+    if ended and done and done[-1].utterance == ended[-1].utterance:
+        out.latency_s = done[-1].ts - ended[-1].ts
+        out.decided_s = received[events.index(ended[-1])] - ended[-1].ts
+        out.end = ended[-1].end
+    out.model_cpu_ms = sum(a.cpu_ms for a in asks)
+    out.ask_records = asks
+    out.asks = len(asks)
+    return out
+
+
+def _pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    return float(np.percentile(np.asarray(values), q))
+
+
+def summary(name: str, outcomes: list[Outcome], pauses: list[float]) -> dict[str, str]:
+    """One table row: the figures of one configuration."""
+    complete = [o for o in outcomes if o.clip.kind == "complete"]
+    lat = [o.latency_s * 1000 for o in complete if o.latency_s is not None]
+    decided = [o.decided_s * 1000 for o in complete if o.decided_s is not None]
+    fallback = sum(o.end == "silence" for o in complete)
+    row = {
+        "detector": name,
+        "turns": str(len(complete)),
+        "median ms": f"{_pct(lat, 50):.0f}",
+        "p90 ms": f"{_pct(lat, 90):.0f}",
+        "end median": f"{_pct(decided, 50):.0f}",
+        "end p90": f"{_pct(decided, 90):.0f}",
+        "fallback": f"{fallback}/{len(complete)}" if name != "silence" else "-",
+    }
+    for p in pauses:
+        hes = [o for o in outcomes if o.clip.kind == "hesitation" and o.clip.pause_s == p]
+        whole = sum(o.utterances == 1 and len(o.transcripts) == 1 for o in hes)
+        row[f"whole@{p:.1f}s"] = f"{whole}/{len(hes)}"
+    upto = [o for o in outcomes if o.clip.kind == "hesitation" and o.clip.pause_s <= 1.2 + 1e-9]
+    whole = sum(o.utterances == 1 and len(o.transcripts) == 1 for o in upto)
+    row["whole<=1.2s"] = f"{100 * whole / max(1, len(upto)):.0f}%"
+    utts = sum(o.utterances for o in outcomes)
+    cpu = sum(o.model_cpu_ms for o in outcomes)
+    row["model cpu/utt"] = f"{cpu / max(1, utts):.0f} ms"
+    row["asks/utt"] = f"{sum(o.asks for o in outcomes) / max(1, utts):.1f}"
+    return row
+
+
+def print_table(rows: list[dict[str, str]]) -> None:
+    keys = list(rows[0])
+    widths = {k: max(len(k), *(len(r[k]) for r in rows)) for k in keys}
+    print("  ".join(k.rjust(widths[k]) for k in keys))
+    for r in rows:
+        print("  ".join(r[k].rjust(widths[k]) for k in keys))
+
+
+def print_details(name: str, outcomes: list[Outcome]) -> None:
+    """Per-voice latency and every split hesitation / fallback turn (what to look at)."""
+    for voice in sorted({o.clip.voice for o in outcomes}):
+        lat = [
+            o.latency_s * 1000
+            for o in outcomes
+            if o.clip.voice == voice and o.clip.kind == "complete" and o.latency_s
+        ]
+        if lat:
+            print(f"  {name} {voice}: median {statistics.median(lat):.0f} ms over {len(lat)}")
+    for o in outcomes:
+        split = o.clip.kind == "hesitation" and (o.utterances != 1 or len(o.transcripts) != 1)
+        waited = o.clip.kind == "complete" and o.end == "silence"
+        if split or waited:
+            what = "split" if split else "fallback"
+            print(f"  {name} {what}: {o.clip.name}: {o.transcripts} {'; '.join(o.ask_log)}")
+
+
+def parse_config(spec: str, base: HearingSettings) -> tuple[str, HearingSettings]:
+    """``silence`` or ``smart_turn[:TEXT_CHECK[:THRESHOLD]]`` → (label, settings)."""
+    detector, _, rest = spec.partition(":")
+    check, _, threshold = rest.partition(":")
+    if detector == "silence":
+        return "silence", replace(base, turn_detector="silence")
+    if detector != "smart_turn":
+        raise ValueError(f"unknown detector {detector!r} (use smart_turn[:CHECK[:THRESHOLD]] or silence)")
+    s = replace(
+        base,
+        turn_detector="smart_turn",
+        turn_text_check=check or base.turn_text_check,
+        turn_threshold=float(threshold) if threshold else base.turn_threshold,
+    )
+    s.validate()
+    return f"smart_turn:{s.turn_text_check}:{s.turn_threshold:g}", s
+
+
+def dump_asks(path: Path, name: str, outcomes: list[Outcome]) -> None:
+    """Append every clip's questions (probability, speculative text) as JSON lines to ``path``: run
+    with threshold 1 (nothing ends early, every pause is asked), then ``evaluate_policies`` replays
+    any verdict rule on them exactly (a rule can only end an utterance at a pause that was asked)."""
+    import json
+
+    with path.open("a") as fh:
+        for o in outcomes:
+            row = {
+                "config": name,
+                "clip": o.clip.name,
+                "kind": o.clip.kind,
+                "pause_s": o.clip.pause_s,
+                "utterances": o.utterances,
+                "asks": [[a.probability, a.text] for a in o.ask_records],
+            }
+            fh.write(json.dumps(row) + "\n")
+
+
+def evaluate_policies(path: Path) -> None:
+    """Replay verdict rules on dumped questions: fallback share of complete turns and hesitations
+    (pauses up to 1.2 s) kept whole, per text check and threshold."""
+    import json
+
+    from audio.hearing.turn import turn_complete
+
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    table = []
+    for check in ("off", "words", "words+punctuation"):
+        for threshold in (0.05, 0.1, 0.15, 0.2, 0.3, 0.5):
+            waited = split = n_complete = whole = n_hes = 0
+            for r in rows:
+                verdicts = [turn_complete(p, t, threshold, check) for p, t in r["asks"]]
+                early = r["utterances"] != 1 or any(verdicts[:-1])
+                if r["kind"] == "complete":
+                    n_complete += 1
+                    split += early
+                    waited += not early and not (verdicts and verdicts[-1])
+                elif r["pause_s"] <= 1.2 + 1e-9:
+                    n_hes += 1
+                    whole += not early
+            table.append(
+                {
+                    "check": check,
+                    "threshold": f"{threshold:g}",
+                    "fallback": f"{waited}/{n_complete}",
+                    "split turns": f"{split}/{n_complete}",
+                    "whole<=1.2s": f"{whole}/{n_hes}",
+                }
+            )
+    print_table(table)
+
+
+def bench(
+    directory: Path,
+    configs: list[str],
+    *,
+    limit: int,
+    hesitations: int,
+    pauses: list[float],
+    piper: bool,
+    base: HearingSettings,
+    asks_path: Path | None = None,
+) -> int:
+    """Run every configuration over the same clips and print the table."""
+    from audio.hearing.stt import make_transcriber
+    from audio.hearing.turn_model import SmartTurnModel, resolve_model_path
+
+    clips = build_clips(directory, limit, hesitations, pauses, piper)
+    n_complete = sum(c.kind == "complete" for c in clips)
+    print(
+        f"{n_complete} complete turns, {len(clips) - n_complete} hesitations, {len(configs)} configurations"
+    )
+    transcriber = make_transcriber(base)  # the runtime's: Whisper behind the speech gate
+    transcriber.load()
+    model = SmartTurnModel(resolve_model_path(base.turn_model))
+    model.load()
+    rows = []
+    for spec in configs:
+        name, settings = parse_config(spec, base)
+        start = time.monotonic()
+        outcomes = asyncio.run(
+            run_config(
+                settings, clips, transcriber, model if settings.turn_detector == "smart_turn" else None
+            )
+        )
+        print(f"[{name}: {time.monotonic() - start:.0f} s]")
+        print_details(name, outcomes)
+        if asks_path is not None and settings.turn_detector == "smart_turn":
+            dump_asks(asks_path, name, outcomes)
+        rows.append(summary(name, outcomes, pauses))
+    print()
+    print_table(rows)
+    print("median/p90: last speech frame → transcript; end median/p90: last speech frame → speech_ended")
+    print("goals: median <= 300 ms, p90 <= 500 ms, >= 90 % of hesitations up to 1.2 s whole, <= 5 % fallback")
+    return 0

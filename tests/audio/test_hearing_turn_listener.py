@@ -1,0 +1,180 @@
+"""Turn-taking through the Listener at real time: the real Smart Turn model and real Whisper on a real
+recording (JFK), the speculative decode reused or discarded, and no question without speech."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+
+from audio.edges.capture import SimulatedMicrophone
+from audio.edges.wav import FloatArray
+from audio.events import AudioEvent, SpeechEnded, SpeechStarted, Transcribed, UtteranceFailed
+from audio.hearing.listener import Listener
+from audio.hearing.settings import HearingSettings
+from audio.hearing.stt import Transcription
+from audio.hearing.turn_model import SmartTurnModel, TurnVerdict, default_model_path
+from audio.hearing.whisper_stt import WhisperTranscriber
+from audio.tools.bench_turns import hesitation
+from tests.audio.conftest import HEARING_SPEECH_DIR, hearing_silence
+
+FALLBACK_MS = 6000
+"""Long, so that the verdict (which waits for the speculative decode) comes before it on a loaded
+machine too."""
+
+
+@dataclass
+class Counting:
+    """The real transcriber, counting its decodes."""
+
+    inner: WhisperTranscriber
+    calls: list[int] = field(default_factory=list)
+
+    def load(self) -> None:
+        self.inner.load()
+
+    def transcribe(self, samples: FloatArray, speech_ratio: float | None = None) -> Transcription:
+        self.calls.append(len(samples))
+        return self.inner.transcribe(samples, speech_ratio)
+
+    def set_language(self, lang: str) -> None:
+        self.inner.set_language(lang)
+
+
+@dataclass
+class CountingModel:
+    """The real end-of-turn model, counting its runs."""
+
+    inner: SmartTurnModel
+    calls: int = 0
+
+    def predict(self, audio: FloatArray) -> TurnVerdict:
+        self.calls += 1
+        return self.inner.predict(audio)
+
+
+class Events:
+    def __init__(self) -> None:
+        self.events: list[AudioEvent] = []
+        self.at: list[float] = []
+
+    def __call__(self, ev: AudioEvent) -> None:
+        self.events.append(ev)
+        self.at.append(time.time())
+
+    def of(self, kind: type) -> list[AudioEvent]:
+        return [e for e in self.events if isinstance(e, kind)]
+
+    async def settle(self, mic: SimulatedMicrophone, timeout: float = 60.0) -> None:
+        """Until everything fed was heard and every utterance is closed."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            open_ = len(self.of(SpeechStarted)) - len(self.of(Transcribed)) - len(self.of(UtteranceFailed))
+            if not mic.pending_samples and open_ == 0:
+                return
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"not settled: {self.events}")
+
+
+@pytest.fixture(scope="module")
+def turn_model() -> SmartTurnModel:
+    model = SmartTurnModel(default_model_path())
+    model.load()
+    return model
+
+
+@pytest.fixture(scope="module")
+def jfk() -> FloatArray:
+    """ "ask not what your country can do for you, ask what you can do for your country." (JFK from
+    3.0 s, inside the pause after "And so my fellow Americans," -- which the model, with Whisper's
+    "And so my fellow Americans.", takes for a finished turn: p 0.92; docs/hearing.md)."""
+    from faster_whisper import decode_audio
+
+    audio = np.asarray(decode_audio(str(HEARING_SPEECH_DIR / "jfk/jfk.flac"), 16000), np.float32)
+    return audio[3 * 16000 :]
+
+
+async def listen(
+    audio: FloatArray,
+    transcriber: Counting,
+    model: CountingModel,
+    fallback_ms: int = FALLBACK_MS,
+    noise_db: float = -65.0,
+) -> tuple[Listener, Events]:
+    settings = HearingSettings(turn_detector="smart_turn", turn_fallback_ms=fallback_ms)
+    mic = SimulatedMicrophone(speed=1.0, noise_db=noise_db)
+    rec = Events()
+    ids = itertools.count(1)
+    listener = Listener(
+        settings, mic, transcriber, rec, utterance_ids=lambda: f"u{next(ids)}", turn_model=model
+    )
+    await listener.open()
+    await asyncio.sleep(0.3)
+    mic.feed(np.concatenate([audio, hearing_silence(0.3)]))
+    await rec.settle(mic)
+    await listener.aclose()
+    return listener, rec
+
+
+async def test_real_sentence_ends_on_the_model_well_before_the_fallback_with_one_decode(
+    hearing_transcriber: WhisperTranscriber, turn_model: SmartTurnModel, jfk: FloatArray
+) -> None:
+    stt, model = Counting(hearing_transcriber), CountingModel(turn_model)
+    listener, rec = await listen(jfk, stt, model)
+    (ended,) = rec.of(SpeechEnded)
+    (done,) = rec.of(Transcribed)
+    assert isinstance(ended, SpeechEnded) and isinstance(done, Transcribed)
+    assert len(rec.of(SpeechStarted)) == 1 and ended.end == "turn_complete"
+    # Ended by the model's verdict, so before the fallback silence ran out, whatever the machine's
+    # load (the decode the verdict waits for took 0.3-2.4 s here).
+    decided_ms = 1000 * (rec.at[rec.events.index(ended)] - ended.ts)
+    assert decided_ms < FALLBACK_MS, f"ended {decided_ms:.0f} ms after the last word"
+    assert "what your country" in done.text.lower() and "for your country" in done.text.lower()
+    asks = list(listener.turn_asks)
+    assert asks[-1].complete and all(not a.complete for a in asks[:-1])
+    # The question at the final pause was decoded once, and that decode is the transcript; the
+    # decodes of earlier pauses (the user went on) were dropped or left unused.
+    assert len(stt.calls) <= len(asks) and model.calls == len(asks)
+
+
+@pytest.mark.parametrize("pause_s", [1.2])
+async def test_stretched_pause_is_one_utterance_and_one_transcript(
+    hearing_transcriber: WhisperTranscriber, turn_model: SmartTurnModel, jfk: FloatArray, pause_s: float
+) -> None:
+    stt, model = Counting(hearing_transcriber), CountingModel(turn_model)
+    stretched = hesitation(jfk, pause_s)  # the pause after "... can do for you," made 1.2 s long
+    assert stretched is not None and len(stretched) > len(jfk)
+    listener, rec = await listen(stretched, stt, model, fallback_ms=HearingSettings().turn_fallback_ms)
+    assert len(rec.of(SpeechStarted)) == 1 and len(rec.of(SpeechEnded)) == 1
+    (done,) = rec.of(Transcribed)
+    assert isinstance(done, Transcribed)
+    text = done.text.lower()
+    assert "what your country" in text and "for your country" in text
+    assert any(not a.complete for a in listener.turn_asks)  # asked at the hesitation: wait
+
+
+@pytest.mark.parametrize("noise_db", [-65.0, -40.0])
+async def test_silence_and_steady_noise_never_ask_the_model(
+    hearing_transcriber: WhisperTranscriber, turn_model: SmartTurnModel, noise_db: float
+) -> None:
+    """Quiet room (-65 dBFS) and loud steady noise (-40 dBFS white): once the VAD has heard the room
+    (its noise floor starts at -70 dBFS), nothing opens an utterance, so the model is never asked."""
+    settings = HearingSettings(turn_detector="smart_turn")
+    mic = SimulatedMicrophone(speed=1.0, noise_db=noise_db)
+    rec = Events()
+    model = CountingModel(turn_model)
+    listener = Listener(settings, mic, Counting(hearing_transcriber), rec, turn_model=model)
+    await listener.open()
+    await asyncio.sleep(4.0)  # the room's noise floor is learnt (and an onset utterance closed)
+    await rec.settle(mic)
+    calls, started = model.calls, len(rec.of(SpeechStarted))
+    mic.feed(hearing_silence(3.0))  # three more seconds of the room
+    await asyncio.sleep(3.5)
+    await listener.aclose()
+    assert model.calls == calls and len(rec.of(SpeechStarted)) == started
+    if noise_db < -60:
+        assert calls == 0 and not listener.turn_asks
