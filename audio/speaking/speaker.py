@@ -7,7 +7,8 @@ piece into the ``PlaybackQueue``; the sink's audio callback renders blocks and r
 come back to the loop and are emitted as events at the moment they reach the output.
 
 Empty replies (no speakable text once final) emit only ``PlaybackFinished(interrupted=False)``, in
-order with the other replies. Chunks for a stopped reply id are ignored.
+order with the other replies. The speaker judges nothing: which chunks to speak, when to hold the
+output and when to release it are the device core's decisions; it plays, holds and drops what it is told.
 """
 
 from __future__ import annotations
@@ -71,20 +72,16 @@ class _Job:
 class Speaker:
     """Speaks streamed replies in order through one sink; see the module docstring."""
 
-    def __init__(
-        self, settings: SpeakingSettings, sink: AudioSink, emit: EventSink, *, language: str = "en"
-    ) -> None:
+    def __init__(self, settings: SpeakingSettings, sink: AudioSink, emit: EventSink) -> None:
         self._settings = settings
         self._sink = sink
         self._emit = emit
-        self._language = language
-        self._voice_spec = settings.voices.get(language) or settings.voice
+        self._voice_spec = settings.voice
         self._voice: TtsVoice | None = None
         self._queue = PlaybackQueue(rate=0, volume=settings.volume, stop_fade_ms=settings.stop_fade_ms)
         self._replies: dict[int, _Reply] = {}
         self._by_say: dict[str, _Reply] = {}
         self._feed: deque[int] = deque()
-        self._stopped: deque[str] = deque(maxlen=64)
         self._serial = 0
         self._jobs: queue.Queue[_Job | None] = queue.Queue()
         self._worker: threading.Thread | None = None
@@ -136,15 +133,10 @@ class Speaker:
         if self._loop is None:
             raise RuntimeError("Speaker.start() was not awaited")
         if not self._started:
-            # start() failed (no voice / no output device): close the reply at once, never hang.
-            if say not in self._stopped:
-                self._stopped.append(say)
-                _LOGGER.warning("cannot speak reply %s: the speaker did not start", say)
-                now = time.time()
-                self._schedule(now, PlaybackFinished(say=say, interrupted=True, ts=now))
-            return
-        if say in self._stopped:
-            _LOGGER.debug("ignoring chunk for stopped reply %s", say)
+            # start() failed (no voice / no output device): the reply ends at once, never hangs.
+            _LOGGER.warning("cannot speak reply %s: the speaker did not start", say)
+            now = time.time()
+            self._schedule(now, PlaybackFinished(say=say, interrupted=True, ts=now))
             return
         reply = self._by_say.get(say)
         if reply is None:
@@ -157,9 +149,6 @@ class Speaker:
             self._replies[reply.serial] = reply
             self._by_say[say] = reply
             self._feed.append(reply.serial)
-        if reply.final:
-            _LOGGER.warning("chunk after final for reply %s ignored", say)
-            return
         reply.pending.extend(reply.splitter.feed(text, final))
         reply.final = final
         self._pump()
@@ -170,22 +159,21 @@ class Speaker:
         self._feed.clear()
         now = time.time()
         for serial, reply in list(self._replies.items()):
-            self._stopped.append(reply.say)
             if self._by_say.get(reply.say) is reply:
                 del self._by_say[reply.say]
             if serial not in handled:
                 del self._replies[serial]
                 self._schedule(now, PlaybackFinished(say=reply.say, interrupted=True, ts=now))
 
-    def hold_after(self, say: str) -> None:
-        """Start no reply queued after ``say`` until ``release(say)`` or ``stop()`` (a sleep waits there).
+    def hold(self, say: str, *, at_once: bool = False) -> None:
+        """Start no reply queued after ``say`` until ``release(say)`` (a stop keeps the holds).
 
-        A ``say`` this speaker already stopped holds at once: its end will never play.
+        ``at_once``: hold from now on (``say`` was stopped: its end will never play here).
         """
-        self._queue.hold_after(say, now=say in self._stopped)
+        self._queue.hold(say, at_once=at_once)
 
     def release(self, say: str) -> None:
-        """Drop the hold at the end of ``say``: the replies behind it play."""
+        """Drop the hold of ``say``: the replies behind it play."""
         self._queue.release(say)
 
     def set_volume(self, volume: float) -> None:
@@ -196,11 +184,6 @@ class Speaker:
     def volume(self) -> float:
         """Current output volume."""
         return self._queue.volume
-
-    @property
-    def language(self) -> str:
-        """Language whose voice is in use."""
-        return self._language
 
     @property
     def voice_path(self) -> Path | None:
@@ -216,18 +199,6 @@ class Speaker:
     def busy(self) -> bool:
         """True while any reply is queued, synthesising or playing."""
         return bool(self._replies) or self._queue.busy
-
-    async def set_language(self, language: str) -> None:
-        """Switch to the voice configured for ``language`` (loaded once, kept warm)."""
-        spec = self._settings.voices.get(language) or self._settings.voice
-        if language not in self._settings.voices and not language.lower().startswith("en"):
-            _LOGGER.warning(
-                "No voice configured for language %r (speaking.voices): the default voice speaks it",
-                language,
-            )
-        self._voice = await asyncio.to_thread(self._load_voice, spec)
-        self._language = language
-        self._voice_spec = spec
 
     async def set_voice(self, voice: str) -> None:
         """Switch voice: a ``.onnx`` path, "" (packaged), or the file stem of a configured voice.

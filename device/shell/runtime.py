@@ -17,12 +17,12 @@ from typing import Any
 from agent_link.link.command_ids import CommandIdStore
 from agent_link.link.gate import CommandGate, Rejection
 from agent_link.link.mqtt_link import MqttLink
-from agent_link.link.outbox import Outbox, OutboxError
+from agent_link.link.outbox import Outbox
 from agent_link.protocol.errors import ProtocolError
 from agent_link.protocol.messages import StatusMessage, decode_agent_status, decode_sim_text
 from audio.edges.capture import AudioSource, SimulatedMicrophone
 from audio.edges.wav import WavError, load_audio
-from audio.events import AudioDeviceProblem, AudioEvent
+from audio.events import AudioDeviceProblem
 from audio.hearing.listener import Listener
 from audio.hearing.stt import ModelUnavailable, make_transcriber
 from audio.speaking.tts import VoiceNotFound
@@ -30,39 +30,23 @@ from device import __version__
 from device.buttons.choice import action_for, make_button
 from device.buttons.press import ButtonPress
 from device.config import Config
-from device.core.actions import (
-    Action,
-    ApplySettings,
-    CancelTimer,
-    CloseMicrophone,
-    HoldSpeech,
-    OpenMicrophone,
-    PlayVisemes,
-    Publish,
-    ReleaseSpeech,
-    SaveSettings,
-    ScheduleTimer,
-    SetHalfDuplex,
-    ShowExpression,
-    Speak,
-    StopSpeaking,
-)
 from device.core.inputs import (
     AgentPresence,
+    Booted,
     CommandReceived,
     CommandRefused,
     DeviceInput,
     LinkChanged,
     Tapped,
-    TimerFired,
     TypedText,
 )
-from device.core.orchestrator import Rules, boot_actions, display_of, initial_state, status_fields, step
+from device.core.orchestrator import Rules, boot_actions, initial_state, status_fields, step
 from device.core.state import DeviceState, Settings
 from device.persistence import StateDir
+from device.shell.dispatch import Dispatch
 from device.shell.notify import SystemdNotifier
 from device.shell.parts import make_face, make_source, make_speaker
-from face.state import FaceState
+from device.shell.records import OpenRecords
 from face.tags import TagVocabulary
 from face.web import FaceWebServer
 
@@ -86,33 +70,25 @@ class Runtime:
         self.boot = 0
         self.rules = Rules(
             thinking_timeout_s=config.device.thinking_timeout_s,
+            wake_duration_s=config.face.wake_duration_s,
             vocabulary=TagVocabulary(dict(config.face.aliases)),
+            voices=dict(config.speaking.voices),
+            default_voice=config.speaking.voice,
         )
         self.state: DeviceState = initial_state(Settings())
         self.inbox: asyncio.Queue[DeviceInput | _Stop] = asyncio.Queue()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._timers: dict[str, asyncio.TimerHandle] = {}
         self._status: dict[str, Any] | None = None
-        self._display: FaceState | None = None
-        self._waking: asyncio.TimerHandle | None = None
         self._typed = itertools.count(1)
         self._stopping = asyncio.Event()
         self._last_step = time.monotonic()
         self._tasks: list[asyncio.Task[Any]] = []
         self.source: AudioSource | None = None
-        self._open_utterances = self.state_dir.open_ids("utterances")
-        self._open_replies = self.state_dir.open_ids("replies")
+        self.records = OpenRecords(self.state_dir)
 
     # ---- inputs from the edges (all called on the loop) ----------------------------------------------
     def put(self, event: DeviceInput) -> None:
         """Hand an event to the orchestrator."""
         self.inbox.put_nowait(event)
-
-    def _emit_audio(self, event: AudioEvent) -> None:
-        if isinstance(event, AudioDeviceProblem):
-            log = _LOGGER.info if event.ok else _LOGGER.error
-            log("Audio %s device %s: %s", event.direction, "back" if event.ok else "problem", event.detail)
-        self.put(event)
 
     def _on_connection(self, connected: bool, detail: str) -> None:
         self.put(LinkChanged(connected, detail, time.time()))
@@ -130,9 +106,6 @@ class Runtime:
         if kind == "command":
             result = self.gate.check(payload, time.time())
             if isinstance(result, Rejection):
-                _LOGGER.warning(
-                    "Command %s rejected (%s): %s", result.command_id, result.reason, result.detail
-                )
                 self.put(CommandRefused(result.command_id, result.reason, result.detail, received))
             elif result is not None:
                 self.put(CommandReceived(result, received))
@@ -172,160 +145,35 @@ class Runtime:
     def _on_screen_text(self, text: str) -> None:
         self.put(self._typed_event(text, time.time()))
 
-    # ---- actions ------------------------------------------------------------------------------------------
-    async def _execute(self, action: Action) -> None:
-        if isinstance(action, Publish):
-            self._publish(action)
-        elif isinstance(action, Speak):
-            # Recorded before it can sound: a kill mid-reply leaves it for the next boot to close.
-            self._open_replies.open(action.say)
-            self.speaker.speak(action.say, action.text, action.final)
-        elif isinstance(action, StopSpeaking):
-            self.speaker.stop()
-            self.face.stop_mouth()  # the rest of the piece's mouth timeline is not heard
-        elif isinstance(action, HoldSpeech):
-            self.speaker.hold_after(action.say)
-        elif isinstance(action, ReleaseSpeech):
-            self.speaker.release(action.say)
-        elif isinstance(action, SetHalfDuplex):
-            self.listener.set_speaking(action.speaking)
-        elif isinstance(action, OpenMicrophone):
-            await self._guard("open the microphone", self.listener.open())
-        elif isinstance(action, CloseMicrophone):
-            await self._guard("close the microphone", self.listener.close())
-        elif isinstance(action, ShowExpression):
-            delay = max(0.0, action.at - time.time())
-            self._loop_or_fail().call_later(delay, self.face.set_expression, action.emotion)
-        elif isinstance(action, PlayVisemes):
-            self.face.play_visemes(action.cues, action.start_ts)
-        elif isinstance(action, ScheduleTimer):
-            self._cancel_timer(action.name)
-            delay = max(0.0, action.at - time.time())
-            self._timers[action.name] = self._loop_or_fail().call_later(
-                delay, self.put, TimerFired(action.name, action.at)
-            )
-        elif isinstance(action, CancelTimer):
-            self._cancel_timer(action.name)
-        elif isinstance(action, SaveSettings):
-            try:
-                self.state_dir.save_settings(
-                    Settings(action.sleep_allowed, action.language, action.voice, action.volume)
-                )
-            except OSError as err:
-                _LOGGER.error("Could not save settings to %s: %s", self.state_dir.root, err)
-        elif isinstance(action, ApplySettings):
-            await self._apply_settings(action)
-
-    async def _guard(self, what: str, coro: Any) -> None:
-        try:
-            await coro
-        except Exception as err:  # the daemon keeps running and says what happened
-            _LOGGER.error("Could not %s: %s", what, err)
-            self.put(AudioDeviceProblem("input", False, str(err), time.time()))
-
-    async def _apply_settings(self, action: ApplySettings) -> None:
-        self.speaker.set_volume(action.volume)
-        self.transcriber.set_language(action.language)
-        try:
-            if action.voice:
-                await self.speaker.set_voice(action.voice)
-            else:
-                await self.speaker.set_language(action.language)
-        except Exception as err:
-            _LOGGER.error(
-                "Could not switch voice (language %s, voice %s): %s", action.language, action.voice, err
-            )
-
-    def _publish(self, action: Publish) -> None:
-        utterance = action.fields.get("utterance")
-        if action.event_type == "speech_started":
-            # Recorded before the event is stored: a kill in between leaves nothing open forever.
-            self._open_utterances.open(str(utterance))
-        try:
-            event = self.outbox.append(action.event_type, action.fields, action.ts)
-        except OutboxError as err:
-            _LOGGER.error("Event %s NOT stored (outbox: %s): %s", action.event_type, err, action.fields)
-            return
-        except ValueError as err:
-            _LOGGER.error("Event %s invalid, not published: %s (%s)", action.event_type, err, action.fields)
-            return
-        _LOGGER.info("→ %s #%d %s", action.event_type, event.seq, _short(action.fields))
-        self.link.notify_outbox()
-        if action.event_type in ("transcript", "utterance_failed"):
-            self._open_utterances.close(str(utterance))
-        elif action.event_type == "playback_finished":
-            self._open_replies.close(str(action.fields.get("say")))
-
-    def _close_leftovers(self) -> None:
-        """What the previous boot left open (killed mid-utterance or mid-reply) ends as interrupted."""
-        for utterance in self._open_utterances.load():
-            _LOGGER.warning("Utterance %s was open when the device stopped: closing it", utterance)
-            fields = {"utterance": utterance, "reason": "interrupted", "detail": "the device restarted"}
-            self._publish(Publish("utterance_failed", fields, time.time()))
-        for say in self._open_replies.load():
-            _LOGGER.warning("Reply %s was not finished when the device stopped: closing it", say)
-            self._publish(Publish("playback_finished", {"say": say, "interrupted": True}, time.time()))
-
-    def _cancel_timer(self, name: str) -> None:
-        handle = self._timers.pop(name, None)
-        if handle is not None:
-            handle.cancel()
-
-    def _loop_or_fail(self) -> asyncio.AbstractEventLoop:
-        assert self._loop is not None
-        return self._loop
-
     # ---- derived outputs ------------------------------------------------------------------------------
     def _status_message(self, online: bool = True) -> StatusMessage:
         return StatusMessage(
             online=online, boot=self.boot, version=__version__, ts=time.time(), **status_fields(self.state)
         )
 
-    def _refresh_outputs(self) -> None:
+    def _refresh_status(self) -> None:
         fields = status_fields(self.state)
         if fields != self._status:
             if self._status is not None and fields["state"] != self._status["state"]:
                 _LOGGER.info("state %s → %s", self._status["state"], fields["state"])
             self._status = fields
             self.link.set_status(self._status_message())
-        display = display_of(self.state)
-        if display == self._display:
-            return
-        previous, self._display = self._display, display
-        if previous is FaceState.ASLEEP and display is not FaceState.ASLEEP:
-            self.face.show_state(FaceState.WAKING)
-            # The wake-up animation plays whole (``face.wake_duration_s``), then the awake state shows.
-            wake_s = self.config.face.wake_duration_s
-            self._waking = self._loop_or_fail().call_later(wake_s, self._settle_face)
-            return
-        if display is FaceState.LISTENING:
-            self.face.notice()
-        if self._waking is not None and display is not FaceState.ASLEEP:
-            return  # the wake-up animation finishes first, then shows the latest state
-        self._settle_face()
 
-    def _settle_face(self) -> None:
-        if self._waking is not None:
-            self._waking.cancel()
-            self._waking = None
-        if self._display is not None:
-            self.face.show_state(self._display)
+    async def _step(self, event: DeviceInput) -> None:
+        self.state, actions = step(self.state, event, self.rules)
+        await self.dispatch.execute(actions)
+        self._refresh_status()
 
     # ---- the loop --------------------------------------------------------------------------------------
     async def _orchestrate(self) -> None:
-        for action in boot_actions(self.state):
-            await self._execute(action)
-        self._refresh_outputs()
+        await self.dispatch.execute(boot_actions(self.state, self.rules))
         while True:
             event = await self.inbox.get()
             self._last_step = time.monotonic()
             if isinstance(event, _Stop):
                 return
             try:
-                self.state, actions = step(self.state, event, self.rules)
-                for action in actions:
-                    await self._execute(action)
-                self._refresh_outputs()
+                await self._step(event)
             except Exception:
                 _LOGGER.exception("Error handling %r; continuing", event)
 
@@ -342,7 +190,7 @@ class Runtime:
 
     async def run(self) -> int:
         """Run until SIGTERM/SIGINT; return the exit code."""
-        loop = self._loop = asyncio.get_running_loop()
+        loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self.request_stop)
@@ -371,12 +219,17 @@ class Runtime:
             self._on_connection,
             simulate=cfg.device.simulate,
         )
+        self.dispatch = Dispatch(
+            put=self.put, outbox=self.outbox, link=self.link, records=self.records, settings=self.state_dir
+        )
+        self.face, server = make_face(cfg, self._on_screen_tap, self._on_screen_text)
+        self.dispatch.face = self.face
         self.link.set_status(self._status_message())
-        self._close_leftovers()
+        # What the last boot left open is closed first; the face shows asleep while the models load.
+        opened = Booted(self.records.load("utterances"), self.records.load("replies"), time.time())
+        await self._step(opened)
         self._spawn(self.link.run(), "mqtt-link")
 
-        self.face, server = make_face(cfg, self._on_screen_tap, self._on_screen_text)
-        self.face.show_state(FaceState.ASLEEP)  # the device starts asleep, while the models load
         if server is not None:
             try:
                 await server.start()
@@ -395,8 +248,10 @@ class Runtime:
         except ModelUnavailable as err:
             return await self._abort_start(server, str(err))
         self.source = make_source(cfg)
-        self.listener = Listener(cfg.hearing, self.source, self.transcriber, self._emit_audio)
-        self.speaker = make_speaker(cfg, self.state_dir, self._emit_audio)
+        self.listener = Listener(cfg.hearing, self.source, self.transcriber, self.put)
+        self.speaker = make_speaker(cfg, self.state_dir, self.put)
+        self.dispatch.listener, self.dispatch.speaker = self.listener, self.speaker
+        self.dispatch.transcriber = self.transcriber
         try:
             await self.speaker.start()
         except VoiceNotFound as err:  # a setting to fix, like a missing Whisper model
@@ -469,16 +324,10 @@ class Runtime:
         orchestrator = next(t for t in self._tasks if t.get_name() == "orchestrator")
         with contextlib.suppress(Exception):
             await asyncio.wait_for(asyncio.shield(orchestrator), 2.0)
-        for handle in self._timers.values():
-            handle.cancel()
+        self.dispatch.close()
         await self._close_link_and_parts(server)
         with contextlib.suppress(Exception):
             await self.speaker.aclose()
         with contextlib.suppress(Exception):
             await self.listener.aclose()
         _LOGGER.info("Stopped")
-
-
-def _short(fields: dict[str, Any], limit: int = 160) -> str:
-    text = " ".join(f"{k}={v!r}" for k, v in fields.items())
-    return text if len(text) <= limit else text[: limit - 1] + "…"

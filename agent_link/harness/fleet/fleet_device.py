@@ -137,7 +137,7 @@ class SimDevice:
             self.state, actions = step(self.state, event, self.rules)
             for action in actions:
                 if isinstance(action, Publish):
-                    self.outbox.append(action.event_type, action.fields, action.ts)
+                    self.outbox.append(action.body)
                     self.link.notify_outbox()
                 elif isinstance(action, Speak):
                     self.speaker.speak(action.say, action.text, action.final)
