@@ -22,6 +22,7 @@ PART_COMMANDS = (
     "agent_link.harness.cli",
     "agent_link.harness.demo_launcher",
     "agent_link.harness.fleet.cli",
+    "device.shell.fleet_cli",
 )
 """Modules with ``register(sub, bench)`` adding their subcommands."""
 

@@ -8,20 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
 import signal
 import time
 from typing import Any
 
 from agent_link.link.command_ids import CommandIdStore
-from agent_link.link.gate import CommandGate, Rejection
+from agent_link.link.gate import CommandGate
 from agent_link.link.mqtt_link import MqttLink
 from agent_link.link.outbox import Outbox
-from agent_link.protocol.errors import ProtocolError
-from agent_link.protocol.messages import StatusMessage, decode_agent_status, decode_sim_text
+from agent_link.protocol.messages import StatusMessage
 from audio.edges.capture import AudioSource, SimulatedMicrophone
-from audio.edges.wav import WavError, load_audio
+from audio.edges.wav import load_audio
 from audio.events import AudioDeviceProblem
 from audio.hearing.listener import Listener
 from audio.hearing.stt import ModelUnavailable, make_transcriber
@@ -31,19 +29,16 @@ from device.buttons.choice import action_for, make_button
 from device.buttons.press import ButtonPress
 from device.config import Config
 from device.core.inputs import (
-    AgentPresence,
     Booted,
-    CommandReceived,
-    CommandRefused,
     DeviceInput,
     LinkChanged,
     Tapped,
-    TypedText,
 )
 from device.core.orchestrator import Rules, boot_actions, initial_state, status_fields, step
 from device.core.state import DeviceState, Settings
 from device.persistence import StateDir
 from device.shell.dispatch import Dispatch
+from device.shell.messages import MessageReader
 from device.shell.notify import SystemdNotifier
 from device.shell.parts import make_face, make_source, make_speaker
 from device.shell.records import OpenRecords
@@ -78,7 +73,6 @@ class Runtime:
         self.state: DeviceState = initial_state(Settings())
         self.inbox: asyncio.Queue[DeviceInput | _Stop] = asyncio.Queue()
         self._status: dict[str, Any] | None = None
-        self._typed = itertools.count(1)
         self._stopping = asyncio.Event()
         self._last_step = time.monotonic()
         self._tasks: list[asyncio.Task[Any]] = []
@@ -92,38 +86,6 @@ class Runtime:
 
     def _on_connection(self, connected: bool, detail: str) -> None:
         self.put(LinkChanged(connected, detail, time.time()))
-
-    def _typed_event(self, text: str, ts: float) -> TypedText:
-        return TypedText(f"typed-{self.boot}-{next(self._typed)}", text, ts)
-
-    def _on_message(self, kind: str, payload: bytes, received: float) -> None:
-        try:
-            self._handle_message(kind, payload, received)
-        except Exception:  # never let one bad message hurt the link
-            _LOGGER.exception("Error handling a %s message (%d bytes); continuing", kind, len(payload))
-
-    def _handle_message(self, kind: str, payload: bytes, received: float) -> None:
-        if kind == "command":
-            result = self.gate.check(payload, time.time())
-            if isinstance(result, Rejection):
-                self.put(CommandRefused(result.command_id, result.reason, result.detail, received))
-            elif result is not None:
-                self.put(CommandReceived(result, received))
-            return
-        try:
-            if kind == "agent_status":
-                self.put(AgentPresence(decode_agent_status(payload).online if payload else False, received))
-            elif kind == "sim_tap":
-                self.put(Tapped("sim", received))
-            elif kind == "sim_text":
-                self.put(self._typed_event(decode_sim_text(payload).text, received))
-            elif kind == "sim_audio":
-                self._feed_sim_audio(payload)
-        except (ProtocolError, WavError) as err:
-            detail = f"{kind.replace('_', '/')}: {getattr(err, 'detail', err)}"
-            _LOGGER.warning("Bad input on %s", detail)
-            if kind != "agent_status":
-                self.put(CommandRefused(None, "invalid", detail, received))
 
     def _feed_sim_audio(self, payload: bytes) -> None:
         samples = load_audio(payload, self.config.hearing.sample_rate)
@@ -143,7 +105,7 @@ class Runtime:
         self.put(Tapped("screen", time.time()))
 
     def _on_screen_text(self, text: str) -> None:
-        self.put(self._typed_event(text, time.time()))
+        self.put(self.messages.typed(text, time.time()))
 
     # ---- derived outputs ------------------------------------------------------------------------------
     def _status_message(self, online: bool = True) -> StatusMessage:
@@ -210,12 +172,13 @@ class Runtime:
         )
         self.outbox = Outbox(self.state_dir.outbox_path, cfg.device.id, self.boot)
         self.gate = CommandGate(CommandIdStore(self.state_dir.command_ids_path))
+        self.messages = MessageReader(self.gate, self.put, self.boot, self._feed_sim_audio)
         self.link = MqttLink(
             cfg.mqtt,
             cfg.device.id,
             self.boot,
             self.outbox,
-            self._on_message,
+            self.messages,
             self._on_connection,
             simulate=cfg.device.simulate,
         )
