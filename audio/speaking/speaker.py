@@ -14,6 +14,7 @@ output and when to release it are the device core's decisions; it plays, holds a
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import queue
 import threading
@@ -69,6 +70,15 @@ class _Job:
     piece: TextPiece | None
 
 
+@dataclass(frozen=True, slots=True)
+class _VoiceSwitch:
+    """Load ``spec`` in the worker, in order with synthesis: text given after it gets the new voice,
+    while the loop (and a ``stop``) never waits for the load."""
+
+    spec: str
+    done: concurrent.futures.Future[TtsVoice]
+
+
 class Speaker:
     """Speaks streamed replies in order through one sink; see the module docstring."""
 
@@ -83,7 +93,7 @@ class Speaker:
         self._by_say: dict[str, _Reply] = {}
         self._feed: deque[int] = deque()
         self._serial = 0
-        self._jobs: queue.Queue[_Job | None] = queue.Queue()
+        self._jobs: queue.Queue[_Job | _VoiceSwitch | None] = queue.Queue()
         self._worker: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pending: deque[tuple[float, AudioEvent]] = deque()
@@ -203,11 +213,18 @@ class Speaker:
     async def set_voice(self, voice: str) -> None:
         """Switch voice: a ``.onnx`` path, "" (packaged), or the file stem of a configured voice.
 
-        A bad voice raises ``VoiceNotFound`` and the current voice stays.
+        A bad voice raises ``VoiceNotFound`` and the current voice stays. Once started, the voice is
+        loaded by the synthesis worker in order: pieces it was handed before are spoken with the old
+        voice, pieces after with the new one; ``stop`` never waits for a load.
         """
         spec = self._named_voice(voice)
-        self._voice = await asyncio.to_thread(self._load_voice, spec)
-        self._voice_spec = spec
+        if self._worker is None:
+            self._voice = await asyncio.to_thread(self._load_voice, spec)
+            self._voice_spec = spec
+            return
+        switch = _VoiceSwitch(spec, concurrent.futures.Future())
+        self._jobs.put(switch)
+        await asyncio.wrap_future(switch.done)
 
     # ---- internals -----------------------------------------------------------------------------
     def _named_voice(self, voice: str) -> str:
@@ -244,6 +261,9 @@ class Speaker:
             job = self._jobs.get()
             if job is None:
                 return
+            if isinstance(job, _VoiceSwitch):
+                self._switch_voice(job)
+                continue
             if job.generation != self._queue.generation:
                 continue
             if job.piece is None:
@@ -255,6 +275,15 @@ class Speaker:
                 _LOGGER.exception("synthesis failed for %r", job.piece.text)
                 continue
             self._queue.push(piece, job.generation)
+
+    def _switch_voice(self, switch: _VoiceSwitch) -> None:
+        try:
+            voice = self._load_voice(switch.spec)
+        except BaseException as err:  # the current voice stays; the caller hears why
+            switch.done.set_exception(err)
+            return
+        self._voice, self._voice_spec = voice, switch.spec
+        switch.done.set_result(voice)
 
     def _synthesize(self, job: _Job, piece: TextPiece) -> QueuedPiece:
         voice = self._voice

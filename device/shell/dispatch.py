@@ -110,6 +110,8 @@ class Dispatch:
         self.transcriber: TranscriberPart | None = None
         self.face: FacePart | None = None
         self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._lanes: dict[str, asyncio.Task[None]] = {}
+        """The last task of each slow part (microphone, voice): they run in order, off the control path."""
         self._table: dict[type[Any], Step[Any]] = {}
         self._add(Publish, self._publish)
         self._add(OpenRecord, lambda a: self.records.open(a.kind, a.id))
@@ -121,8 +123,8 @@ class Dispatch:
         self._add(HoldSpeech, lambda a: self._speaker().hold(a.say, at_once=a.at_once))
         self._add(ReleaseSpeech, lambda a: self._speaker().release(a.say))
         self._add(SetHalfDuplex, lambda a: self._listener().set_speaking(a.speaking))
-        self._add(OpenMicrophone, lambda a: self._guard("open the microphone", self._listener().open()))
-        self._add(CloseMicrophone, lambda a: self._guard("close the microphone", self._listener().close()))
+        self._add(OpenMicrophone, lambda a: self._microphone("open the microphone", self._listener().open))
+        self._add(CloseMicrophone, lambda a: self._microphone("close the microphone", self._listener().close))
         self._add(ShowExpression, self._show_expression)
         self._add(PlayVisemes, lambda a: self._face().play_visemes(a.cues, a.start_ts))
         self._add(ShowFace, lambda a: self._face().show_state(a.state))
@@ -147,6 +149,39 @@ class Dispatch:
         for handle in self._timers.values():
             handle.cancel()
         self._timers.clear()
+
+    async def settled(self, lane: str) -> None:
+        """Wait until what was asked of ``lane`` ("microphone", "voice") so far is done."""
+        task = self._lanes.get(lane)
+        if task is not None:
+            await asyncio.shield(task)
+
+    async def drain(self, timeout: float) -> None:
+        """Let the slow parts finish what they were asked (shutdown), at most ``timeout`` s."""
+        if self._lanes:
+            await asyncio.wait(list(self._lanes.values()), timeout=timeout)
+
+    def _in_lane(self, lane: str, what: str, work: Callable[[], Awaitable[None]]) -> None:
+        """Run ``work()`` after the lane's previous work, as an owned named task: the next action
+        (a stop, a tap) does not wait for it. ``work`` handles its own failures."""
+        previous = self._lanes.get(lane)
+
+        async def run() -> None:
+            if previous is not None:
+                await asyncio.wait([previous])
+            await work()
+
+        self._lanes[lane] = asyncio.get_running_loop().create_task(run(), name=f"{lane}: {what}")
+
+    def _microphone(self, what: str, start: Callable[[], Awaitable[None]]) -> None:
+        async def work() -> None:
+            try:
+                await start()
+            except Exception as err:  # the daemon keeps running and says what happened
+                _LOGGER.error("Could not %s: %s", what, err)
+                self.put(AudioDeviceProblem("input", False, str(err), time.time()))
+
+        self._in_lane("microphone", what, work)
 
     # ---- parts (set once built) ---------------------------------------------------------------------
     def _speaker(self) -> SpeakerPart:
@@ -182,13 +217,6 @@ class Dispatch:
         self._speaker().stop()
         if self.face is not None:
             self.face.stop_mouth()  # the rest of the piece's mouth timeline is not heard
-
-    async def _guard(self, what: str, coro: Awaitable[None]) -> None:
-        try:
-            await coro
-        except Exception as err:  # the daemon keeps running and says what happened
-            _LOGGER.error("Could not %s: %s", what, err)
-            self.put(AudioDeviceProblem("input", False, str(err), time.time()))
 
     def _show_expression(self, action: ShowExpression) -> None:
         face = self._face()

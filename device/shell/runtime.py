@@ -77,6 +77,7 @@ class Runtime:
         self._last_step = time.monotonic()
         self._tasks: list[asyncio.Task[Any]] = []
         self.source: AudioSource | None = None
+        self._sim_feed: asyncio.Task[None] | None = None
         self.records = OpenRecords(self.state_dir)
 
     # ---- inputs from the edges (all called on the loop) ----------------------------------------------
@@ -89,11 +90,20 @@ class Runtime:
 
     def _feed_sim_audio(self, payload: bytes) -> None:
         samples = load_audio(payload, self.config.hearing.sample_rate)
-        if not isinstance(self.source, SimulatedMicrophone):
+        source = self.source
+        if not isinstance(source, SimulatedMicrophone):
             _LOGGER.warning("Simulated audio dropped: the microphone is not ready yet")
             return
-        if not self.source.feed(samples):
-            _LOGGER.info("Simulated audio dropped: the microphone is closed (asleep hears nothing)")
+
+        async def feed(previous: asyncio.Task[None] | None) -> None:
+            # After the microphone did what it was last asked (a tap's open runs off the control path).
+            if previous is not None:
+                await asyncio.wait([previous])
+            await self.dispatch.settled("microphone")
+            if not source.feed(samples):
+                _LOGGER.info("Simulated audio dropped: the microphone is closed (asleep hears nothing)")
+
+        self._sim_feed = asyncio.get_running_loop().create_task(feed(self._sim_feed), name="sim-audio")
 
     def _on_press(self, press: ButtonPress) -> None:
         if action_for(press, self.config.button) == "tap":
@@ -124,6 +134,7 @@ class Runtime:
     async def _step(self, event: DeviceInput) -> None:
         self.state, actions = step(self.state, event, self.rules)
         await self.dispatch.execute(actions)
+        # The status goes before the events of the step (agents read the state when an event comes).
         self._refresh_status()
 
     # ---- the loop --------------------------------------------------------------------------------------
@@ -280,6 +291,7 @@ class Runtime:
         self.notifier.stopping("shutting down")
         with contextlib.suppress(Exception):
             self.speaker.stop()
+        await self.dispatch.drain(2.0)
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.listener.close(), 2.0)
         await asyncio.sleep(0.05)  # let the parts hand over their last events (playback_finished...)
