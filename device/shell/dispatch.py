@@ -242,17 +242,21 @@ class Dispatch:
         except OSError as err:
             _LOGGER.error("Could not save settings: %s", err)
 
-    async def _apply_settings(self, action: ApplySettings) -> None:
+    def _apply_settings(self, action: ApplySettings) -> None:
         speaker = self._speaker()
         speaker.set_volume(action.volume)
         if self.transcriber is not None:
             self.transcriber.set_language(action.language)
-        try:
-            await speaker.set_voice(action.voice)
-        except Exception as err:
-            _LOGGER.error(
-                "Could not switch voice (language %s, voice %s): %s", action.language, action.voice, err
-            )
+
+        async def switch() -> None:  # the speaker loads it in order with synthesis, off the loop
+            try:
+                await speaker.set_voice(action.voice)
+            except Exception as err:
+                _LOGGER.error(
+                    "Could not switch voice (language %s, voice %s): %s", action.language, action.voice, err
+                )
+
+        self._in_lane("voice", f"switch to {action.voice or 'the packaged voice'}", switch)
 
 
 def _short(fields: dict[str, Any], limit: int = 160) -> str:
