@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_link.link.settings import LinkSettings
+from agent_link.protocol.topics import DEFAULT_DEVICE_ID
 from audio.hearing.settings import HearingSettings
 from audio.settings_checks import Check, raise_first_failed
 from audio.speaking.settings import SpeakingSettings
@@ -34,9 +35,6 @@ class ConfigError(ValueError):
         super().__init__(f"config: {key}: {message}")
         self.key = key
 
-
-DEFAULT_DEVICE_ID = "robot-1"
-"""The device id when none is configured; the harness talks to it unless told otherwise."""
 
 SIM_SPEAKERS: tuple[str, ...] = ("wav", "null")
 """Valid values of ``device.sim_speaker``."""

@@ -146,7 +146,7 @@ class HearingSettings:
     def validate(self) -> None:
         """Raise ValueError naming the key ("hearing.block_ms: ...") for a value that cannot work;
         ``device.config`` calls it when it loads the configuration."""
-        from audio.hearing.stt import SAMPLE_RATE
+        from audio.hearing.engine import SAMPLE_RATE
 
         checks: tuple[Check, ...] = (
             (
