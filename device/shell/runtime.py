@@ -167,6 +167,32 @@ class Runtime:
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self.request_stop)
+        self._open_state()
+        self._open_link()
+        self.face, server = make_face(self.config, self._on_screen_tap, self._on_screen_text)
+        self.dispatch.face = self.face
+        self.link.set_status(self._status_message())
+        # What the last boot left open is closed first; the face shows asleep while the models load.
+        opened = Booted(self.records.load("utterances"), self.records.load("replies"), time.time())
+        await self._step(opened)
+        self._spawn(self.link.run(), "mqtt-link")
+        server = await self._serve_face(server)
+        self._spawn(self.face.run(), "face")
+        self.button = make_button(self.config.button)
+        self.button.start(loop, self._on_press)
+        failed = await self._load_audio_parts()
+        if failed is not None:
+            return await self._abort_start(server, failed)
+        self._spawn(self._orchestrate(), "orchestrator")
+        self._spawn(self._announce_ready(), "readiness")
+        if self.config.device.watchdog:
+            self._spawn(self.notifier.keep_alive(self.healthy), "watchdog")
+        await self._stopping.wait()
+        await self._shutdown(server)
+        return 0
+
+    def _open_state(self) -> None:
+        """This boot's number and the persisted settings."""
         cfg = self.config
         self.boot = self.state_dir.next_boot()
         settings = self.state_dir.load_settings(
@@ -181,6 +207,10 @@ class Runtime:
             self.state_dir.root,
             " (simulation)" if cfg.device.simulate else "",
         )
+
+    def _open_link(self) -> None:
+        """Outbox, command gate, message reader, the MQTT link and the dispatch (parts come later)."""
+        cfg = self.config
         self.outbox = Outbox(self.state_dir.outbox_path, cfg.device.id, self.boot)
         self.gate = CommandGate(CommandIdStore(self.state_dir.command_ids_path))
         self.messages = MessageReader(self.gate, self.put, self.boot, self._feed_sim_audio)
@@ -196,31 +226,27 @@ class Runtime:
         self.dispatch = Dispatch(
             put=self.put, outbox=self.outbox, link=self.link, records=self.records, settings=self.state_dir
         )
-        self.face, server = make_face(cfg, self._on_screen_tap, self._on_screen_text)
-        self.dispatch.face = self.face
-        self.link.set_status(self._status_message())
-        # What the last boot left open is closed first; the face shows asleep while the models load.
-        opened = Booted(self.records.load("utterances"), self.records.load("replies"), time.time())
-        await self._step(opened)
-        self._spawn(self.link.run(), "mqtt-link")
 
-        if server is not None:
-            try:
-                await server.start()
-                _LOGGER.info("Face page at %s", server.url)
-            except OSError as err:
-                _LOGGER.error("Face page not served (%s); continuing without it", err)
-                server = None
-        self._spawn(self.face.run(), "face")
-        self.button = make_button(cfg.button)
-        self.button.start(loop, self._on_press)
+    async def _serve_face(self, server: FaceWebServer | None) -> FaceWebServer | None:
+        if server is None:
+            return None
+        try:
+            await server.start()
+        except OSError as err:
+            _LOGGER.error("Face page not served (%s); continuing without it", err)
+            return None
+        _LOGGER.info("Face page at %s", server.url)
+        return server
 
+    async def _load_audio_parts(self) -> str | None:
+        """Load the models, build listener and speaker; why the start cannot go on, or None."""
+        cfg = self.config
         self.notifier.status("loading models")
         self.transcriber = make_transcriber(cfg.hearing)
         try:
             await asyncio.to_thread(self.transcriber.load)
         except ModelUnavailable as err:
-            return await self._abort_start(server, str(err))
+            return str(err)
         self.source = make_source(cfg)
         self.listener = Listener(cfg.hearing, self.source, self.transcriber, self.put)
         self.speaker = make_speaker(cfg, self.state_dir, self.put)
@@ -229,18 +255,11 @@ class Runtime:
         try:
             await self.speaker.start()
         except VoiceNotFound as err:  # a setting to fix, like a missing Whisper model
-            return await self._abort_start(server, f"speaking.voice: {err}")
+            return f"speaking.voice: {err}"
         except Exception as err:
             _LOGGER.error("Speaker not available: %s (continuing; replies cannot be heard)", err)
             self.put(AudioDeviceProblem("output", False, str(err), time.time()))
-        self._spawn(self._orchestrate(), "orchestrator")
-        self._spawn(self._announce_ready(), "readiness")
-        if cfg.device.watchdog:
-            self._spawn(self.notifier.keep_alive(self.healthy), "watchdog")
-
-        await self._stopping.wait()
-        await self._shutdown(server)
-        return 0
+        return None
 
     async def _abort_start(self, server: FaceWebServer | None, why: str) -> int:
         """A start that cannot go on (a model or voice that cannot be loaded: fixing it takes a config
