@@ -249,7 +249,7 @@ class Runtime:
             return str(err)
         self.source = make_source(cfg)
         self.listener = Listener(cfg.hearing, self.source, self.transcriber, self.put)
-        self.speaker = make_speaker(cfg, self.state_dir, self.put)
+        self.speaker = make_speaker(cfg, self.state_dir, self.put, self.source)
         self.dispatch.listener, self.dispatch.speaker = self.listener, self.speaker
         self.dispatch.transcriber = self.transcriber
         try:
