@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from agent_link.link.outbox import Outbox
+from agent_link.protocol.event_messages import TranscriptBody
 from agent_link.protocol.messages import decode_command
 
 DEFAULT_DOCS = Path(__file__).resolve().parent.parent / "docs"
@@ -43,11 +44,10 @@ def _schema(args: argparse.Namespace) -> int:
 def _bench_outbox(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         box = Outbox(Path(tmp) / "outbox.db", "bench", 1)
-        fields = {"utterance": "u-1", "text": "what is the weather like", "confidence": 0.9,
-                  "language": "en", "source": "voice", "audio_ms": 1800, "decode_ms": 400}  # fmt: skip
         start = time.perf_counter()
         for _ in range(args.events):
-            box.append("transcript", fields, time.time())
+            box.append(TranscriptBody(utterance="u-1", text="what is the weather like", confidence=0.9,
+                       language="en", source="voice", audio_ms=1800, decode_ms=400, ts=time.time()))  # fmt: skip
         appended = time.perf_counter() - start
         start = time.perf_counter()
         while batch := box.pending(50):

@@ -14,8 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-FailureReason = Literal["no_speech", "too_short", "too_long", "stt_error", "interrupted"]
-"""Why an utterance produced no transcript (protocol v1 ``utterance_failed.reason``)."""
+HearingFailure = Literal["no_speech", "too_short", "too_long", "stt_error", "interrupted"]
+"""Why the listener produced no transcript for an utterance (the device maps it to the contract's
+``utterance_failed.reason``; ``audio`` does not know the contract)."""
 
 Viseme = Literal["rest", "aa", "ee", "oo", "mbp", "fv", "l", "s"]
 """Mouth shapes for lip-sync: rest (closed, relaxed), aa (open), ee (wide), oo (round),
@@ -65,7 +66,7 @@ class UtteranceFailed:
     """An utterance that produced no transcript."""
 
     utterance: str
-    reason: FailureReason
+    reason: HearingFailure
     detail: str
     ts: float
 

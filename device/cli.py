@@ -23,6 +23,8 @@ PART_COMMANDS = (
     "agent_link.harness.cli",
     "agent_link.harness.demo_launcher",
     "agent_link.harness.fleet.cli",
+    "device.shell.fleet_cli",
+    "device.bench_control",
 )
 """Modules with ``register(sub, bench)`` adding their subcommands."""
 

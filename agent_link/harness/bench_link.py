@@ -34,6 +34,7 @@ from agent_link.harness.broker import Mosquitto
 from agent_link.link.mqtt_link import MqttLink
 from agent_link.link.outbox import Outbox
 from agent_link.link.settings import LinkSettings
+from agent_link.protocol.event_messages import TapBody
 from agent_link.protocol.messages import StatusMessage
 from agent_link.protocol.topics import Topics
 
@@ -116,7 +117,7 @@ async def _link(port: int, agent: _Agent, rounds: int, db: Path) -> tuple[list[f
 
     def on_message(kind: str, payload: bytes, received: float) -> None:
         start = time.perf_counter()
-        outbox.append("tap", {"source": "sim"}, received)
+        outbox.append(TapBody(source="sim", ts=received))
         appends.append(time.perf_counter() - start)
         assert link is not None
         link.notify_outbox()

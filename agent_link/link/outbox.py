@@ -7,9 +7,8 @@ import logging
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Any
 
-from agent_link.protocol.messages import Event, make_event
+from agent_link.protocol.event_messages import Event, EventBody
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -66,17 +65,14 @@ class Outbox:
         """The ``seq`` of the last appended event of this boot (0 if none)."""
         return self._last_seq
 
-    def append(self, event_type: str, fields: dict[str, Any], ts: float) -> Event:
-        """Validate, number and durably store one event; return it.
+    def append(self, body: EventBody) -> Event:
+        """Put ``body`` in its envelope (numbered), durably store it; return the event.
 
-        Raises ``ProtocolError`` for a bad event and :class:`OutboxError` if it cannot be stored
-        (then the ``seq`` is not consumed).
+        Raises :class:`OutboxError` if it cannot be stored (then the ``seq`` is not consumed).
         """
         with self._lock:
             seq = self._last_seq + 1
-            event = make_event(
-                event_type, fields, id=f"{self.device_id}-{self.boot}-{seq}", boot=self.boot, seq=seq, ts=ts
-            )
+            event = body.to_event(id=f"{self.device_id}-{self.boot}-{seq}", boot=self.boot, seq=seq)
             try:
                 self._db.execute("BEGIN IMMEDIATE")
                 try:
@@ -94,7 +90,7 @@ class Outbox:
                         self._db.execute("ROLLBACK")
                     raise
             except sqlite3.Error as err:
-                raise OutboxError(f"cannot store {event_type} event in outbox {self.path}: {err}") from err
+                raise OutboxError(f"cannot store {event.type} event in outbox {self.path}: {err}") from err
             self._last_seq = seq
             self._count += 1 - dropped
         if dropped:

@@ -14,9 +14,19 @@ MAX_PAYLOAD_BYTES = 65536
 """Largest accepted payload (64 KiB); anything larger is rejected as ``invalid``."""
 
 State = Literal["asleep", "idle", "listening", "thinking", "speaking"]
+"""The device state (``status.state``)."""
 TapSource = Literal["button", "screen", "keyboard", "sim"]
+"""What was tapped (``wake.source``, ``tap.source``)."""
 FailureReason = Literal["no_speech", "too_short", "too_long", "stt_error", "interrupted"]
+"""Why an utterance produced no transcript (``utterance_failed.reason``)."""
 RejectReason = Literal["invalid", "unknown_type", "expired", "unsupported_version", "asleep"]
+"""Why a command was not executed (``command_rejected.reason``)."""
+SleepVia = Literal["command", "tag"]
+"""What asked for a sleep: a ``sleep`` command or a ``[sleep]`` tag (``asleep.reason``, ``sleep_ignored.via``)."""
+SpeechEnd = Literal["turn_complete", "silence", "max_length"]
+"""Why an utterance ended (``speech_ended.end``, v1.1)."""
+TranscriptSource = Literal["voice", "typed"]
+"""Where a transcript's text came from (``transcript.source``)."""
 
 
 class Message(BaseModel):

@@ -91,9 +91,13 @@ class PlaybackQueue:
         self._fade_left = 0
         self._fade_total = 1
         self._seen: dict[int, None] = {}
-        self._finished: deque[str] = deque(maxlen=64)
+        """Replies the output started or finished (their ``reply_finished`` comes from ``render``)."""
+        self._ended: deque[str] = deque(maxlen=64)
+        """Say ids whose end already played (a hold at their end holds at once)."""
         self._holds: set[str] = set()
+        """Holds waiting at the end of their reply."""
         self._held_at: set[str] = set()
+        """Holds in force: nothing new starts."""
 
     @property
     def rate(self) -> int:
@@ -140,17 +144,19 @@ class PlaybackQueue:
             self._items.append(_ReplyEnd(say, reply))
             return True
 
-    def hold_after(self, say: str, *, now: bool = False) -> None:
-        """Start nothing queued after reply ``say`` until ``release(say)`` or ``stop()``.
+    def hold(self, say: str, *, at_once: bool = False) -> None:
+        """Start nothing queued after reply ``say`` until ``release(say)``; ``stop`` keeps holds.
 
-        When ``say`` already finished at the output side (or ``now``: it was dropped by a stop and
-        will never end here), nothing new starts from now on.
+        ``at_once`` (or when the end of ``say`` already played): nothing new starts from now on.
+        Replaces an earlier hold of ``say``.
         """
         with self._lock:
-            (self._held_at if now or say in self._finished else self._holds).add(say)
+            self._holds.discard(say)
+            self._held_at.discard(say)
+            (self._held_at if at_once or say in self._ended else self._holds).add(say)
 
     def release(self, say: str) -> None:
-        """Drop the hold at the end of ``say``: what waited behind it plays."""
+        """Drop the hold of ``say``: what waited behind it plays."""
         with self._lock:
             self._holds.discard(say)
             self._held_at.discard(say)
@@ -162,7 +168,7 @@ class PlaybackQueue:
             return bool(self._held_at)
 
     def stop(self) -> frozenset[int]:
-        """Drop everything queued and fade out now.
+        """Drop everything queued and fade out now (holds stay: the caller releases them).
 
         Returns the replies the output side already started or finished: each of those gets (or got)
         its ``reply_finished`` mark from ``render`` (the open one with ``interrupted=True`` once the
@@ -171,8 +177,6 @@ class PlaybackQueue:
         with self._lock:
             self._generation += 1
             self._items.clear()
-            self._holds.clear()
-            self._held_at.clear()
             if self._open is not None and not self._stopping:
                 self._stopping = True
                 self._fade_left = max(1, int(self._rate * self._stop_fade_ms / 1000))
@@ -238,7 +242,7 @@ class PlaybackQueue:
                     if self._open == item.reply:
                         self._open = None
                     self._gap = 0
-                    self._finished.append(item.say)
+                    self._ended.append(item.say)
                     if item.say in self._holds:
                         self._holds.discard(item.say)
                         self._held_at.add(item.say)

@@ -7,12 +7,14 @@ piece into the ``PlaybackQueue``; the sink's audio callback renders blocks and r
 come back to the loop and are emitted as events at the moment they reach the output.
 
 Empty replies (no speakable text once final) emit only ``PlaybackFinished(interrupted=False)``, in
-order with the other replies. Chunks for a stopped reply id are ignored.
+order with the other replies. The speaker judges nothing: which chunks to speak, when to hold the
+output and when to release it are the device core's decisions; it plays, holds and drops what it is told.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import queue
 import threading
@@ -68,25 +70,30 @@ class _Job:
     piece: TextPiece | None
 
 
+@dataclass(frozen=True, slots=True)
+class _VoiceSwitch:
+    """Load ``spec`` in the worker, in order with synthesis: text given after it gets the new voice,
+    while the loop (and a ``stop``) never waits for the load."""
+
+    spec: str
+    done: concurrent.futures.Future[TtsVoice]
+
+
 class Speaker:
     """Speaks streamed replies in order through one sink; see the module docstring."""
 
-    def __init__(
-        self, settings: SpeakingSettings, sink: AudioSink, emit: EventSink, *, language: str = "en"
-    ) -> None:
+    def __init__(self, settings: SpeakingSettings, sink: AudioSink, emit: EventSink) -> None:
         self._settings = settings
         self._sink = sink
         self._emit = emit
-        self._language = language
-        self._voice_spec = settings.voices.get(language) or settings.voice
+        self._voice_spec = settings.voice
         self._voice: TtsVoice | None = None
         self._queue = PlaybackQueue(rate=0, volume=settings.volume, stop_fade_ms=settings.stop_fade_ms)
         self._replies: dict[int, _Reply] = {}
         self._by_say: dict[str, _Reply] = {}
         self._feed: deque[int] = deque()
-        self._stopped: deque[str] = deque(maxlen=64)
         self._serial = 0
-        self._jobs: queue.Queue[_Job | None] = queue.Queue()
+        self._jobs: queue.Queue[_Job | _VoiceSwitch | None] = queue.Queue()
         self._worker: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pending: deque[tuple[float, AudioEvent]] = deque()
@@ -136,15 +143,10 @@ class Speaker:
         if self._loop is None:
             raise RuntimeError("Speaker.start() was not awaited")
         if not self._started:
-            # start() failed (no voice / no output device): close the reply at once, never hang.
-            if say not in self._stopped:
-                self._stopped.append(say)
-                _LOGGER.warning("cannot speak reply %s: the speaker did not start", say)
-                now = time.time()
-                self._schedule(now, PlaybackFinished(say=say, interrupted=True, ts=now))
-            return
-        if say in self._stopped:
-            _LOGGER.debug("ignoring chunk for stopped reply %s", say)
+            # start() failed (no voice / no output device): the reply ends at once, never hangs.
+            _LOGGER.warning("cannot speak reply %s: the speaker did not start", say)
+            now = time.time()
+            self._schedule(now, PlaybackFinished(say=say, interrupted=True, ts=now))
             return
         reply = self._by_say.get(say)
         if reply is None:
@@ -157,9 +159,6 @@ class Speaker:
             self._replies[reply.serial] = reply
             self._by_say[say] = reply
             self._feed.append(reply.serial)
-        if reply.final:
-            _LOGGER.warning("chunk after final for reply %s ignored", say)
-            return
         reply.pending.extend(reply.splitter.feed(text, final))
         reply.final = final
         self._pump()
@@ -170,22 +169,21 @@ class Speaker:
         self._feed.clear()
         now = time.time()
         for serial, reply in list(self._replies.items()):
-            self._stopped.append(reply.say)
             if self._by_say.get(reply.say) is reply:
                 del self._by_say[reply.say]
             if serial not in handled:
                 del self._replies[serial]
                 self._schedule(now, PlaybackFinished(say=reply.say, interrupted=True, ts=now))
 
-    def hold_after(self, say: str) -> None:
-        """Start no reply queued after ``say`` until ``release(say)`` or ``stop()`` (a sleep waits there).
+    def hold(self, say: str, *, at_once: bool = False) -> None:
+        """Start no reply queued after ``say`` until ``release(say)`` (a stop keeps the holds).
 
-        A ``say`` this speaker already stopped holds at once: its end will never play.
+        ``at_once``: hold from now on (``say`` was stopped: its end will never play here).
         """
-        self._queue.hold_after(say, now=say in self._stopped)
+        self._queue.hold(say, at_once=at_once)
 
     def release(self, say: str) -> None:
-        """Drop the hold at the end of ``say``: the replies behind it play."""
+        """Drop the hold of ``say``: the replies behind it play."""
         self._queue.release(say)
 
     def set_volume(self, volume: float) -> None:
@@ -196,11 +194,6 @@ class Speaker:
     def volume(self) -> float:
         """Current output volume."""
         return self._queue.volume
-
-    @property
-    def language(self) -> str:
-        """Language whose voice is in use."""
-        return self._language
 
     @property
     def voice_path(self) -> Path | None:
@@ -217,26 +210,21 @@ class Speaker:
         """True while any reply is queued, synthesising or playing."""
         return bool(self._replies) or self._queue.busy
 
-    async def set_language(self, language: str) -> None:
-        """Switch to the voice configured for ``language`` (loaded once, kept warm)."""
-        spec = self._settings.voices.get(language) or self._settings.voice
-        if language not in self._settings.voices and not language.lower().startswith("en"):
-            _LOGGER.warning(
-                "No voice configured for language %r (speaking.voices): the default voice speaks it",
-                language,
-            )
-        self._voice = await asyncio.to_thread(self._load_voice, spec)
-        self._language = language
-        self._voice_spec = spec
-
     async def set_voice(self, voice: str) -> None:
         """Switch voice: a ``.onnx`` path, "" (packaged), or the file stem of a configured voice.
 
-        A bad voice raises ``VoiceNotFound`` and the current voice stays.
+        A bad voice raises ``VoiceNotFound`` and the current voice stays. Once started, the voice is
+        loaded by the synthesis worker in order: pieces it was handed before are spoken with the old
+        voice, pieces after with the new one; ``stop`` never waits for a load.
         """
         spec = self._named_voice(voice)
-        self._voice = await asyncio.to_thread(self._load_voice, spec)
-        self._voice_spec = spec
+        if self._worker is None:
+            self._voice = await asyncio.to_thread(self._load_voice, spec)
+            self._voice_spec = spec
+            return
+        switch = _VoiceSwitch(spec, concurrent.futures.Future())
+        self._jobs.put(switch)
+        await asyncio.wrap_future(switch.done)
 
     # ---- internals -----------------------------------------------------------------------------
     def _named_voice(self, voice: str) -> str:
@@ -273,6 +261,9 @@ class Speaker:
             job = self._jobs.get()
             if job is None:
                 return
+            if isinstance(job, _VoiceSwitch):
+                self._switch_voice(job)
+                continue
             if job.generation != self._queue.generation:
                 continue
             if job.piece is None:
@@ -284,6 +275,15 @@ class Speaker:
                 _LOGGER.exception("synthesis failed for %r", job.piece.text)
                 continue
             self._queue.push(piece, job.generation)
+
+    def _switch_voice(self, switch: _VoiceSwitch) -> None:
+        try:
+            voice = self._load_voice(switch.spec)
+        except BaseException as err:  # the current voice stays; the caller hears why
+            switch.done.set_exception(err)
+            return
+        self._voice, self._voice_spec = voice, switch.spec
+        switch.done.set_result(voice)
 
     def _synthesize(self, job: _Job, piece: TextPiece) -> QueuedPiece:
         voice = self._voice

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Literal
 
+from agent_link.protocol.event_messages import EventBody
 from audio.events import VisemeCue
+from face.state import FaceState
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,13 +43,15 @@ class StopSpeaking:
 
 @dataclass(frozen=True, slots=True)
 class HoldSpeech:
-    """Start no reply queued after reply ``say`` until ``ReleaseSpeech(say)`` or a stop.
+    """Start no reply queued after reply ``say`` until ``ReleaseSpeech(say)`` (a stop keeps holds).
 
     A sleep waits at the end of ``say``: what was queued behind it must not sound (even for one
-    output buffer) before the orchestrator knows whether the device falls asleep.
+    output buffer) before the orchestrator knows whether the device falls asleep. ``at_once``: hold
+    from now on (``say`` was stopped, its end will never play); replaces an earlier hold of ``say``.
     """
 
     say: str
+    at_once: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,10 +63,11 @@ class ReleaseSpeech:
 
 @dataclass(frozen=True, slots=True)
 class ApplySettings:
-    """Apply session settings to the parts (STT language, TTS voice, volume)."""
+    """Apply session settings to the parts: STT ``language``, TTS ``voice`` (a configured voice's
+    spec or a voice name the agent chose; "" = the packaged voice), ``volume``."""
 
     language: str
-    voice: str | None
+    voice: str
     volume: float
 
 
@@ -76,13 +81,33 @@ class SaveSettings:
     volume: float
 
 
+RecordKind = Literal["utterances", "replies"]
+
+
+@dataclass(frozen=True, slots=True)
+class OpenRecord:
+    """Record on disk that utterance/reply ``id`` is open (before its opening event or first sound),
+    so that a restart can close what a kill left open."""
+
+    kind: RecordKind
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """An open record (see ``OpenRecord``)."""
+
+    kind: RecordKind
+    id: str
+
+
 @dataclass(frozen=True, slots=True)
 class Publish:
-    """Publish a protocol event (envelope added by the outbox); ``ts`` is when it happened."""
+    """Store and publish a protocol event (the outbox adds the envelope); then forget the open
+    record ``closes`` (only once the event is stored: otherwise the next boot closes it)."""
 
-    event_type: str
-    fields: dict[str, Any]
-    ts: float
+    body: EventBody
+    closes: Record | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +141,26 @@ class CancelTimer:
     name: str
 
 
+@dataclass(frozen=True, slots=True)
+class ShowFace:
+    """Switch the face to ``state`` (the wake-up animation is ``FaceState.WAKING``)."""
+
+    state: FaceState
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """The face perks up: the user started speaking."""
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """Nothing to do but log what the core decided (``level``: a ``logging`` level name)."""
+
+    level: Literal["debug", "info", "warning", "error"]
+    message: str
+
+
 Action = (
     OpenMicrophone
     | CloseMicrophone
@@ -126,7 +171,11 @@ Action = (
     | ReleaseSpeech
     | ApplySettings
     | SaveSettings
+    | OpenRecord
     | Publish
+    | ShowFace
+    | Notice
+    | Note
     | ShowExpression
     | PlayVisemes
     | ScheduleTimer

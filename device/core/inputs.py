@@ -6,15 +6,22 @@ Every event carries ``ts``: unix seconds when it happened. The orchestrator core
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
+from agent_link.protocol.message_base import RejectReason, TapSource
 from audio.events import AudioEvent
 
 if TYPE_CHECKING:
     from agent_link.protocol.messages import Command
 
-TapSource = Literal["button", "screen", "keyboard", "sim"]
-RejectReason = Literal["invalid", "unknown_type", "expired", "unsupported_version", "asleep"]
+
+@dataclass(frozen=True, slots=True)
+class Booted:
+    """The daemon started; the previous boot left these utterances and replies open (a kill)."""
+
+    open_utterances: tuple[str, ...]
+    open_replies: tuple[str, ...]
+    ts: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +85,8 @@ class TimerFired:
 
 
 DeviceInput = (
-    Tapped
+    Booted
+    | Tapped
     | TypedText
     | CommandReceived
     | CommandRefused

@@ -1,17 +1,33 @@
-"""The orchestrator core: ``step(state, event) -> (state, actions)``. Pure: no I/O, no clock.
+"""The orchestrator core: ``step(state, event) -> (state, actions)``. Pure: no I/O, no clock, no log.
 
 Every rule of protocol v1 that the device keeps lives here: wake only by a tap, sleep only when the
 agent asks (command or ``[sleep]`` tag) and only after the speech queued before the request, the
-``sleep_allowed`` veto checked when a sleep would take effect, say-while-asleep rejected, every
-utterance closed exactly once, emotion marks shown at their word.
+``sleep_allowed`` veto checked when a sleep would take effect, say-while-asleep rejected, chunks of an
+ended or stopped reply refused, every utterance closed exactly once (also across a restart), emotion
+marks shown at their word, the voice following the language, the face's wake-up animation and notice.
+What the shell should log about a decision comes back as a ``Note`` action.
 """
 
 from __future__ import annotations
 
-import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
+from agent_link.protocol.event_messages import (
+    AsleepBody,
+    CommandRejectedBody,
+    PlaybackFinishedBody,
+    PlaybackStartedBody,
+    SleepIgnoredBody,
+    SpeechEndedBody,
+    SpeechStartedBody,
+    TapBody,
+    TranscriptBody,
+    UtteranceFailedBody,
+    WakeBody,
+)
+from agent_link.protocol.message_base import FailureReason, RejectReason, SpeechEnd
 from agent_link.protocol.messages import (
     ConfigCommand,
     SayCommand,
@@ -21,6 +37,8 @@ from agent_link.protocol.messages import (
 )
 from audio.events import (
     AudioDeviceProblem,
+    EndReason,
+    HearingFailure,
     PlaybackFinished,
     PlaybackStarted,
     SentencePlaying,
@@ -34,11 +52,12 @@ from device.core.actions import (
     ApplySettings,
     CancelTimer,
     CloseMicrophone,
-    HoldSpeech,
+    Note,
     OpenMicrophone,
+    OpenRecord,
     PlayVisemes,
     Publish,
-    ReleaseSpeech,
+    Record,
     SaveSettings,
     ScheduleTimer,
     SetHalfDuplex,
@@ -46,8 +65,18 @@ from device.core.actions import (
     Speak,
     StopSpeaking,
 )
+from device.core.derived import (
+    WAKING_TIMER,
+    display_of,
+    face_changes,
+    hold_changes,
+    hold_points,
+    status_fields,
+    wake_animation_over,
+)
 from device.core.inputs import (
     AgentPresence,
+    Booted,
     CommandReceived,
     CommandRefused,
     DeviceInput,
@@ -57,10 +86,9 @@ from device.core.inputs import (
     TypedText,
 )
 from device.core.state import DeviceState, PendingSleep, Phase, Reply, Settings
-from face.state import FaceState
 from face.tags import TagVocabulary, parse_chunk
 
-_LOGGER = logging.getLogger(__name__)
+__all__ = ["Rules", "boot_actions", "display_of", "hold_points", "initial_state", "status_fields", "step"]
 
 THINKING_TIMER = "thinking"
 ENDED_MEMORY = 64
@@ -69,11 +97,17 @@ ENDED_MEMORY = 64
 
 @dataclass(frozen=True, slots=True)
 class Rules:
-    """Configuration of the rules (not state): timeouts and the tag vocabulary."""
+    """Configuration of the rules (not state): timeouts, the tag vocabulary, the voices."""
 
     thinking_timeout_s: float = 15.0
     """How long the face shows ``thinking`` after a transcript when no reply starts, in seconds."""
+    wake_duration_s: float = 1.2
+    """How long the wake-up animation plays before the awake state shows (``face.wake_duration_s``)."""
     vocabulary: TagVocabulary = field(default_factory=TagVocabulary)
+    voices: Mapping[str, str] = field(default_factory=dict)
+    """Voice per language (``speaking.voices``); a language not listed is spoken by ``default_voice``."""
+    default_voice: str = ""
+    """``speaking.voice``: "" = the packaged voice."""
 
 
 def initial_state(settings: Settings) -> DeviceState:
@@ -81,27 +115,20 @@ def initial_state(settings: Settings) -> DeviceState:
     return DeviceState(phase=Phase.ASLEEP, settings=settings)
 
 
-def boot_actions(state: DeviceState) -> list[Action]:
-    """What the shell does once at start: microphone closed, settings applied."""
-    s = state.settings
-    return [CloseMicrophone(), ApplySettings(s.language, s.voice, s.volume)]
+def boot_actions(state: DeviceState, rules: Rules = Rules()) -> list[Action]:
+    """What the shell does once its parts are up: microphone closed, settings applied."""
+    return [CloseMicrophone(), *_apply(state.settings, rules)]
 
 
 def step(state: DeviceState, event: DeviceInput, rules: Rules = Rules()) -> tuple[DeviceState, list[Action]]:
     """Apply one event; return the new state and the actions to perform, in order."""
     actions: list[Action] = []
-    handler = _HANDLERS.get(type(event))
-    if handler is None:
-        _LOGGER.debug("No rule for %r", event)
-        return state, actions
-    new = handler(state, event, actions, rules)
+    new = _handle(state, event, actions, rules)
     if new.awake:
         new = replace(new, phase=_awake_phase(new))
-    before, after = hold_points(state), hold_points(new)
-    if StopSpeaking() in actions:
-        before = frozenset()  # a stop clears the speaker's holds: those still needed are set again
-    actions.extend(HoldSpeech(say) for say in sorted(after - before))
-    actions.extend(ReleaseSpeech(say) for say in sorted(before - after))
+    actions.extend(hold_changes(state, new))
+    new, face = face_changes(new, event.ts, rules.wake_duration_s)
+    actions.extend(face)
     return new, actions
 
 
@@ -116,72 +143,44 @@ def _awake_phase(state: DeviceState) -> Phase:
     return Phase.IDLE
 
 
-def hold_points(state: DeviceState) -> frozenset[str]:
-    """Replies at whose end a sleep waits: the speaker starts nothing queued after them meanwhile.
-
-    A reply with a ``[sleep]`` tag, and for a pending ``sleep`` command the last reply queued
-    before it. Derived from the state, so every way a sleep resolves (asleep, ``sleep_ignored``,
-    the reply stopped) releases its hold: the device cannot be left mute.
-    """
-    if not state.awake:
-        return frozenset()
-    order = [r.say for r in state.replies]
-    points = {r.say for r in state.replies if r.sleep_tag}
-    for pending in state.sleeps:
-        waited = [order.index(say) for say in pending.after if say in order]
-        if waited:
-            points.add(order[max(waited)])
-    return frozenset(points)
-
-
-def display_of(state: DeviceState) -> FaceState:
-    """What the face shows for this state."""
-    if not state.awake:
-        return FaceState.ASLEEP
-    if state.phase is Phase.SPEAKING:
-        return FaceState.SPEAKING
-    if state.faults:
-        return FaceState.ERROR
-    if not (state.connected and state.agent_online):
-        return FaceState.OFFLINE
-    return FaceState(state.phase.value)
-
-
-def status_fields(state: DeviceState) -> dict[str, Any]:
-    """The state-dependent fields of the retained status message."""
-    s = state.settings
-    return {
-        "state": state.phase.value,
-        "sleep_allowed": s.sleep_allowed,
-        "language": s.language,
-        "volume": s.volume,
-    }
+# ---- restart -----------------------------------------------------------------------------------------
+def _on_booted(state: DeviceState, ev: Booted, out: list[Action], rules: Rules) -> DeviceState:
+    """What the previous boot left open (killed mid-utterance or mid-reply) ends as interrupted."""
+    for utterance in ev.open_utterances:
+        out.append(Note("warning", f"Utterance {utterance} was open when the device stopped: closing it"))
+        out.append(_failed(utterance, "interrupted", "the device restarted", ev.ts))
+    for say in ev.open_replies:
+        out.append(Note("warning", f"Reply {say} was not finished when the device stopped: closing it"))
+        body = PlaybackFinishedBody(say=say, interrupted=True, ts=ev.ts)
+        out.append(Publish(body, closes=Record("replies", say)))
+    return state
 
 
 # ---- taps and typed text ---------------------------------------------------------------------------
 def _on_tap(state: DeviceState, ev: Tapped, out: list[Action], rules: Rules) -> DeviceState:
     if state.awake:
-        out.append(Publish("tap", {"source": ev.source}, ev.ts))
+        out.append(Publish(TapBody(source=ev.source, ts=ev.ts)))
         return state
     out.append(OpenMicrophone())
-    out.append(Publish("wake", {"source": ev.source}, ev.ts))
+    out.append(Publish(WakeBody(source=ev.source, ts=ev.ts)))
     return replace(state, phase=Phase.IDLE, thinking=False)
 
 
 def _on_typed(state: DeviceState, ev: TypedText, out: list[Action], rules: Rules) -> DeviceState:
     if not state.awake:
-        _LOGGER.info("Typed text ignored while asleep (a tap wakes the device)")
+        out.append(Note("info", "Typed text ignored while asleep (a tap wakes the device)"))
         return state
-    fields = {
-        "utterance": ev.utterance,
-        "text": ev.text,
-        "confidence": 1.0,
-        "language": state.settings.language,
-        "source": "typed",
-        "audio_ms": 0,
-        "decode_ms": 0,
-    }
-    out.append(Publish("transcript", fields, ev.ts))
+    body = TranscriptBody(
+        utterance=ev.utterance,
+        text=ev.text,
+        confidence=1.0,
+        language=state.settings.language,
+        source="typed",
+        audio_ms=0,
+        decode_ms=0,
+        ts=ev.ts,
+    )
+    out.append(Publish(body))
     return _start_thinking(state, ev.ts, out, rules)
 
 
@@ -195,22 +194,29 @@ def _start_thinking(state: DeviceState, ts: float, out: list[Action], rules: Rul
 # ---- hearing -----------------------------------------------------------------------------------------
 def _on_speech_started(state: DeviceState, ev: SpeechStarted, out: list[Action], rules: Rules) -> DeviceState:
     if not state.awake:
-        _LOGGER.warning("Speech start %s while asleep ignored (microphone should be closed)", ev.utterance)
+        out.append(
+            Note("warning", f"Speech start {ev.utterance} while asleep ignored (microphone should be closed)")
+        )
         return state
     if state.hearing is not None:
         out.append(_failed(state.hearing, "interrupted", "a new utterance started first", ev.ts))
-    out.append(Publish("speech_started", {"utterance": ev.utterance}, ev.ts))
+    # Recorded before the event is stored: a kill in between leaves nothing open forever.
+    out.append(OpenRecord("utterances", ev.utterance))
+    out.append(Publish(SpeechStartedBody(utterance=ev.utterance, ts=ev.ts)))
     return replace(state, hearing=ev.utterance)
 
 
 def _on_speech_ended(state: DeviceState, ev: SpeechEnded, out: list[Action], rules: Rules) -> DeviceState:
     if ev.utterance != state.hearing:
-        _LOGGER.debug("Speech end of closed utterance %s ignored", ev.utterance)
+        out.append(Note("debug", f"Speech end of closed utterance {ev.utterance} ignored"))
         return state
-    ended: dict[str, object] = {"utterance": ev.utterance, "audio_ms": ev.audio_ms}
-    if ev.end is not None:
-        ended["end"] = ev.end
-    out.append(Publish("speech_ended", ended, ev.ts))
+    out.append(
+        Publish(
+            SpeechEndedBody(
+                utterance=ev.utterance, audio_ms=ev.audio_ms, end=_END_REASONS.get(ev.end), ts=ev.ts
+            )
+        )
+    )
     return replace(state, hearing=None, decoding=state.decoding | {ev.utterance})
 
 
@@ -225,23 +231,27 @@ def _close_utterance(state: DeviceState, utterance: str) -> DeviceState | None:
 def _on_transcribed(state: DeviceState, ev: Transcribed, out: list[Action], rules: Rules) -> DeviceState:
     closed = _close_utterance(state, ev.utterance)
     if closed is None:
-        _LOGGER.info("Transcript of closed utterance %s dropped (device fell asleep first)", ev.utterance)
+        out.append(
+            Note("info", f"Transcript of closed utterance {ev.utterance} dropped (device fell asleep first)")
+        )
         return state
-    fields = {
-        "utterance": ev.utterance,
-        "text": ev.text,
-        "confidence": ev.confidence,
-        "language": ev.language,
-        "source": "voice",
-        "audio_ms": ev.audio_ms,
-        "decode_ms": ev.decode_ms,
-    }
-    out.append(Publish("transcript", fields, ev.ts))
+    body = TranscriptBody(
+        utterance=ev.utterance,
+        text=ev.text,
+        confidence=ev.confidence,
+        language=ev.language,
+        source="voice",
+        audio_ms=ev.audio_ms,
+        decode_ms=ev.decode_ms,
+        ts=ev.ts,
+    )
+    out.append(Publish(body, closes=Record("utterances", ev.utterance)))
     return _start_thinking(closed, ev.ts, out, rules)
 
 
-def _failed(utterance: str, reason: str, detail: str, ts: float) -> Publish:
-    return Publish("utterance_failed", {"utterance": utterance, "reason": reason, "detail": detail}, ts)
+def _failed(utterance: str, reason: FailureReason, detail: str, ts: float) -> Publish:
+    body = UtteranceFailedBody(utterance=utterance, reason=reason, detail=detail, ts=ts)
+    return Publish(body, closes=Record("utterances", utterance))
 
 
 def _on_utterance_failed(
@@ -250,8 +260,25 @@ def _on_utterance_failed(
     closed = _close_utterance(state, ev.utterance)
     if closed is None:
         return state
-    out.append(_failed(ev.utterance, ev.reason, ev.detail, ev.ts))
+    out.append(_failed(ev.utterance, _FAILURE_REASONS[ev.reason], ev.detail, ev.ts))
     return closed
+
+
+_FAILURE_REASONS: dict[HearingFailure, FailureReason] = {
+    "no_speech": "no_speech",
+    "too_short": "too_short",
+    "too_long": "too_long",
+    "stt_error": "stt_error",
+    "interrupted": "interrupted",
+}
+"""The listener's reasons → the contract's ``utterance_failed.reason`` (one name each, so far)."""
+
+_END_REASONS: dict[EndReason | None, SpeechEnd] = {
+    "turn_complete": "turn_complete",
+    "silence": "silence",
+    "max_length": "max_length",
+}
+"""The endpointer's reasons → the contract's ``speech_ended.end`` (absent when the listener gave none)."""
 
 
 # ---- speaking --------------------------------------------------------------------------------------
@@ -264,13 +291,13 @@ def _on_playback_started(
     if not state.awake:
         # The output had begun this reply (queued behind the one whose end put the device to sleep)
         # before the stop reached it: it is being faded out and gets its interrupted finish.
-        _LOGGER.info("reply %s started after the device fell asleep: not reported", ev.say)
+        out.append(Note("info", f"reply {ev.say} started after the device fell asleep: not reported"))
         return state
     if not any(r.playing for r in state.replies):
         out.append(SetHalfDuplex(True))
     if state.thinking:
         out.append(CancelTimer(THINKING_TIMER))
-    out.append(Publish("playback_started", {"say": ev.say}, ev.ts))
+    out.append(Publish(PlaybackStartedBody(say=ev.say, ts=ev.ts)))
     return _put_reply(replace(state, thinking=False), replace(reply, playing=True))
 
 
@@ -299,7 +326,8 @@ def _on_playback_finished(
         return state
     if not ev.interrupted:
         out.extend(ShowExpression(m.name, ev.ts) for m in reply.marks)
-    out.append(Publish("playback_finished", {"say": ev.say, "interrupted": ev.interrupted}, ev.ts))
+    body = PlaybackFinishedBody(say=ev.say, interrupted=ev.interrupted, ts=ev.ts)
+    out.append(Publish(body, closes=Record("replies", ev.say)))
     rest = tuple(r for r in state.replies if r.say != ev.say)
     if reply.playing and not any(r.playing for r in rest):
         out.append(SetHalfDuplex(False))
@@ -322,32 +350,37 @@ def _put_reply(state: DeviceState, reply: Reply) -> DeviceState:
     return replace(state, replies=tuple(reply if r.say == reply.say else r for r in state.replies))
 
 
+def _stop_speaking(state: DeviceState, out: list[Action]) -> DeviceState:
+    """Silence the output and drop every reply: each gets its interrupted finish from the speaker."""
+    out.append(StopSpeaking())
+    return replace(state, replies=tuple(replace(r, stopped=True) for r in state.replies))
+
+
 # ---- sleep -------------------------------------------------------------------------------------------
 def _sleep_now(state: DeviceState, pending: PendingSleep, ts: float, out: list[Action]) -> DeviceState:
     """A sleep request takes effect now, unless ``sleep_allowed`` is false at this moment."""
     if not state.settings.sleep_allowed:
-        fields: dict[str, Any] = {"via": pending.via}
-        if pending.via == "tag":
-            fields["say"] = pending.say
-        out.append(Publish("sleep_ignored", fields, ts))
+        say = pending.say if pending.via == "tag" else None
+        out.append(Publish(SleepIgnoredBody(via=pending.via, say=say, ts=ts)))
         return state
     out.append(CloseMicrophone())
     for utterance in ([state.hearing] if state.hearing else []) + sorted(state.decoding):
         out.append(_failed(utterance, "interrupted", "the device fell asleep", ts))
     if state.replies:
-        out.append(StopSpeaking())
+        state = _stop_speaking(state, out)
     if state.thinking:
         out.append(CancelTimer(THINKING_TIMER))
-    out.append(Publish("asleep", {"reason": pending.via}, ts))
+    out.append(Publish(AsleepBody(reason=pending.via, ts=ts)))
     return replace(state, phase=Phase.ASLEEP, hearing=None, decoding=frozenset(), thinking=False, sleeps=())
 
 
 # ---- commands ----------------------------------------------------------------------------------------
-def _reject(command_id: str | None, reason: str, detail: str, ts: float) -> Publish:
-    return Publish("command_rejected", {"command": command_id, "reason": reason, "detail": detail}, ts)
+def _reject(command_id: str | None, reason: RejectReason, detail: str, ts: float) -> Publish:
+    return Publish(CommandRejectedBody(command=command_id, reason=reason, detail=detail, ts=ts))
 
 
 def _on_refused(state: DeviceState, ev: CommandRefused, out: list[Action], rules: Rules) -> DeviceState:
+    out.append(Note("warning", f"Command {ev.command_id} rejected ({ev.reason}): {ev.detail}"))
     out.append(_reject(ev.command_id, ev.reason, ev.detail, ev.ts))
     return state
 
@@ -357,12 +390,10 @@ def _on_command(state: DeviceState, ev: CommandReceived, out: list[Action], rule
     if isinstance(cmd, SayCommand):
         return _on_say(state, cmd, ev.ts, out, rules)
     if isinstance(cmd, StopCommand):
-        if state.replies:
-            out.append(StopSpeaking())
-        return state
+        return _stop_speaking(state, out) if state.replies else state
     if isinstance(cmd, SleepCommand):
         if not state.awake:
-            _LOGGER.info("sleep %s while asleep: nothing to do", cmd.id)
+            out.append(Note("info", f"sleep {cmd.id} while asleep: nothing to do"))
             return state
         after = frozenset(r.say for r in state.replies)
         pending = PendingSleep("command", after)
@@ -370,7 +401,9 @@ def _on_command(state: DeviceState, ev: CommandReceived, out: list[Action], rule
             return replace(state, sleeps=(*state.sleeps, pending))
         return _sleep_now(state, pending, ev.ts, out)
     if isinstance(cmd, SleepAllowedCommand):
-        return _with_settings(state, replace(state.settings, sleep_allowed=cmd.value), out, apply=False)
+        return _with_settings(
+            state, replace(state.settings, sleep_allowed=cmd.value), out, rules, apply=False
+        )
     if isinstance(cmd, ConfigCommand):
         s = state.settings
         language = cmd.language if cmd.language is not None else s.language
@@ -383,14 +416,41 @@ def _on_command(state: DeviceState, ev: CommandReceived, out: list[Action], rule
             voice=voice,
             volume=cmd.volume if cmd.volume is not None else s.volume,
         )
-        return _with_settings(state, new, out, apply=True)
-    _LOGGER.warning("Command type %s has no rule", type(cmd).__name__)
+        return _with_settings(state, new, out, rules, apply=True)
+    out.append(Note("warning", f"Command type {type(cmd).__name__} has no rule"))
     return state
 
 
-def _with_settings(state: DeviceState, settings: Settings, out: list[Action], *, apply: bool) -> DeviceState:
+def voice_for(settings: Settings, rules: Rules) -> str:
+    """The voice that speaks: the one the agent chose, else the one configured for the language."""
+    if settings.voice:
+        return settings.voice
+    return rules.voices.get(settings.language) or rules.default_voice
+
+
+def _apply(settings: Settings, rules: Rules) -> list[Action]:
+    actions: list[Action] = []
+    if (
+        not settings.voice
+        and settings.language not in rules.voices
+        and not settings.language.lower().startswith("en")
+    ):
+        actions.append(
+            Note(
+                "warning",
+                f"No voice configured for language {settings.language!r} (speaking.voices): "
+                "the default voice speaks it",
+            )
+        )
+    actions.append(ApplySettings(settings.language, voice_for(settings, rules), settings.volume))
+    return actions
+
+
+def _with_settings(
+    state: DeviceState, settings: Settings, out: list[Action], rules: Rules, *, apply: bool
+) -> DeviceState:
     if apply:
-        out.append(ApplySettings(settings.language, settings.voice, settings.volume))
+        out.extend(_apply(settings, rules))
     out.append(SaveSettings(settings.sleep_allowed, settings.language, settings.voice, settings.volume))
     return replace(state, settings=settings)
 
@@ -402,6 +462,10 @@ def _on_say(state: DeviceState, cmd: SayCommand, ts: float, out: list[Action], r
     reply = state.reply(cmd.say)
     if (reply is not None and reply.final) or (reply is None and cmd.say in state.ended):
         out.append(_reject(cmd.id, "invalid", f"reply {cmd.say!r} already ended (finished or stopped)", ts))
+        return state
+    if reply is not None and reply.stopped:
+        # Stopped, its interrupted finish on the way: what the agent sent meanwhile is not spoken.
+        out.append(Note("debug", f"chunk {cmd.id} of stopped reply {cmd.say} not spoken"))
         return state
     new_reply = reply is None
     reply = reply or Reply(say=cmd.say)
@@ -419,6 +483,9 @@ def _on_say(state: DeviceState, cmd: SayCommand, ts: float, out: list[Action], r
     )
     if parsed.text or cmd.final or new_reply:
         # A new reply always reaches the speaker (even a tag-only first chunk), so a stop finishes it.
+        if new_reply:
+            # Recorded before it can sound: a kill mid-reply leaves it for the next boot to close.
+            out.append(OpenRecord("replies", cmd.say))
         out.append(Speak(cmd.say, parsed.text, cmd.final))
     if new_reply:
         return replace(state, replies=(*state.replies, reply))
@@ -437,6 +504,12 @@ def _on_agent(state: DeviceState, ev: AgentPresence, out: list[Action], rules: R
 def _on_audio_problem(
     state: DeviceState, ev: AudioDeviceProblem, out: list[Action], rules: Rules
 ) -> DeviceState:
+    out.append(
+        Note(
+            "info" if ev.ok else "error",
+            f"Audio {ev.direction} device {'back' if ev.ok else 'problem'}: {ev.detail}",
+        )
+    )
     faults = state.faults - {ev.direction} if ev.ok else state.faults | {ev.direction}
     return replace(state, faults=faults)
 
@@ -444,23 +517,52 @@ def _on_audio_problem(
 def _on_timer(state: DeviceState, ev: TimerFired, out: list[Action], rules: Rules) -> DeviceState:
     if ev.name == THINKING_TIMER:
         return replace(state, thinking=False)
+    if ev.name == WAKING_TIMER:
+        state, shown = wake_animation_over(state)
+        out.extend(shown)
     return state
 
 
-_HANDLERS: dict[type, Any] = {
-    Tapped: _on_tap,
-    TypedText: _on_typed,
-    SpeechStarted: _on_speech_started,
-    SpeechEnded: _on_speech_ended,
-    Transcribed: _on_transcribed,
-    UtteranceFailed: _on_utterance_failed,
-    PlaybackStarted: _on_playback_started,
-    SentencePlaying: _on_sentence,
-    PlaybackFinished: _on_playback_finished,
-    CommandReceived: _on_command,
-    CommandRefused: _on_refused,
-    LinkChanged: _on_link,
-    AgentPresence: _on_agent,
-    AudioDeviceProblem: _on_audio_problem,
-    TimerFired: _on_timer,
-}
+# ---- dispatch -----------------------------------------------------------------------------------------
+E = TypeVar("E")
+Handler = Callable[[DeviceState, E, list[Action], Rules], DeviceState]
+
+
+class _Handlers:
+    """Event type → its rule, each typed for its own event."""
+
+    def __init__(self) -> None:
+        self._table: dict[type[Any], Handler[Any]] = {}
+
+    def add(self, kind: type[E], handler: Handler[E]) -> None:
+        self._table[kind] = handler
+
+    def get(self, kind: type[Any]) -> Handler[Any] | None:
+        return self._table.get(kind)
+
+
+_HANDLERS = _Handlers()
+_HANDLERS.add(Booted, _on_booted)
+_HANDLERS.add(Tapped, _on_tap)
+_HANDLERS.add(TypedText, _on_typed)
+_HANDLERS.add(SpeechStarted, _on_speech_started)
+_HANDLERS.add(SpeechEnded, _on_speech_ended)
+_HANDLERS.add(Transcribed, _on_transcribed)
+_HANDLERS.add(UtteranceFailed, _on_utterance_failed)
+_HANDLERS.add(PlaybackStarted, _on_playback_started)
+_HANDLERS.add(SentencePlaying, _on_sentence)
+_HANDLERS.add(PlaybackFinished, _on_playback_finished)
+_HANDLERS.add(CommandReceived, _on_command)
+_HANDLERS.add(CommandRefused, _on_refused)
+_HANDLERS.add(LinkChanged, _on_link)
+_HANDLERS.add(AgentPresence, _on_agent)
+_HANDLERS.add(AudioDeviceProblem, _on_audio_problem)
+_HANDLERS.add(TimerFired, _on_timer)
+
+
+def _handle(state: DeviceState, event: DeviceInput, out: list[Action], rules: Rules) -> DeviceState:
+    handler = _HANDLERS.get(type(event))
+    if handler is None:
+        out.append(Note("debug", f"No rule for {event!r}"))
+        return state
+    return handler(state, event, out, rules)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Literal
 
+from agent_link.protocol.message_base import SleepVia
+from face.state import FaceState
 from face.tags import Mark
 
 
@@ -43,13 +44,15 @@ class Reply:
     sleep_tag: bool = False
     final: bool = False
     playing: bool = False
+    stopped: bool = False
+    """A stop dropped it: its end never plays; later chunks are not spoken."""
 
 
 @dataclass(frozen=True, slots=True)
 class PendingSleep:
     """A sleep request waiting for the speech queued before it (``after``: those say ids)."""
 
-    via: Literal["command", "tag"]
+    via: SleepVia
     after: frozenset[str]
     say: str | None = None
 
@@ -74,6 +77,10 @@ class DeviceState:
     agent_online: bool = False
     faults: frozenset[str] = frozenset()
     """Audio directions currently failing ("input", "output")."""
+    shown: FaceState | None = None
+    """The face state last decided (``display_of`` when it was decided); None before the first."""
+    waking: bool = False
+    """The wake-up animation is playing: the awake state shows when it ends (its timer)."""
 
     @property
     def awake(self) -> bool:

@@ -8,21 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
 import signal
 import time
 from typing import Any
 
 from agent_link.link.command_ids import CommandIdStore
-from agent_link.link.gate import CommandGate, Rejection
+from agent_link.link.gate import CommandGate
 from agent_link.link.mqtt_link import MqttLink
-from agent_link.link.outbox import Outbox, OutboxError
-from agent_link.protocol.errors import ProtocolError
-from agent_link.protocol.messages import StatusMessage, decode_agent_status, decode_sim_text
+from agent_link.link.outbox import Outbox
+from agent_link.protocol.messages import StatusMessage
 from audio.edges.capture import AudioSource, SimulatedMicrophone
-from audio.edges.wav import WavError, load_audio
-from audio.events import AudioDeviceProblem, AudioEvent
+from audio.edges.wav import load_audio
+from audio.events import AudioDeviceProblem
 from audio.hearing.listener import Listener
 from audio.hearing.stt import ModelUnavailable, make_transcriber
 from audio.hearing.turn_model import make_turn_model
@@ -31,39 +29,20 @@ from device import __version__
 from device.buttons.choice import action_for, make_button
 from device.buttons.press import ButtonPress
 from device.config import Config
-from device.core.actions import (
-    Action,
-    ApplySettings,
-    CancelTimer,
-    CloseMicrophone,
-    HoldSpeech,
-    OpenMicrophone,
-    PlayVisemes,
-    Publish,
-    ReleaseSpeech,
-    SaveSettings,
-    ScheduleTimer,
-    SetHalfDuplex,
-    ShowExpression,
-    Speak,
-    StopSpeaking,
-)
 from device.core.inputs import (
-    AgentPresence,
-    CommandReceived,
-    CommandRefused,
+    Booted,
     DeviceInput,
     LinkChanged,
     Tapped,
-    TimerFired,
-    TypedText,
 )
-from device.core.orchestrator import Rules, boot_actions, display_of, initial_state, status_fields, step
+from device.core.orchestrator import Rules, boot_actions, initial_state, status_fields, step
 from device.core.state import DeviceState, Settings
 from device.persistence import StateDir
+from device.shell.dispatch import Dispatch
+from device.shell.messages import MessageReader
 from device.shell.notify import SystemdNotifier
 from device.shell.parts import make_face, make_source, make_speaker
-from face.state import FaceState
+from device.shell.records import OpenRecords
 from face.tags import TagVocabulary
 from face.web import FaceWebServer
 
@@ -87,79 +66,45 @@ class Runtime:
         self.boot = 0
         self.rules = Rules(
             thinking_timeout_s=config.device.thinking_timeout_s,
+            wake_duration_s=config.face.wake_duration_s,
             vocabulary=TagVocabulary(dict(config.face.aliases)),
+            voices=dict(config.speaking.voices),
+            default_voice=config.speaking.voice,
         )
         self.state: DeviceState = initial_state(Settings())
         self.inbox: asyncio.Queue[DeviceInput | _Stop] = asyncio.Queue()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._timers: dict[str, asyncio.TimerHandle] = {}
         self._status: dict[str, Any] | None = None
-        self._display: FaceState | None = None
-        self._waking: asyncio.TimerHandle | None = None
-        self._typed = itertools.count(1)
         self._stopping = asyncio.Event()
         self._last_step = time.monotonic()
         self._tasks: list[asyncio.Task[Any]] = []
         self.source: AudioSource | None = None
-        self._open_utterances = self.state_dir.open_ids("utterances")
-        self._open_replies = self.state_dir.open_ids("replies")
+        self._sim_feed: asyncio.Task[None] | None = None
+        self.records = OpenRecords(self.state_dir)
 
     # ---- inputs from the edges (all called on the loop) ----------------------------------------------
     def put(self, event: DeviceInput) -> None:
         """Hand an event to the orchestrator."""
         self.inbox.put_nowait(event)
 
-    def _emit_audio(self, event: AudioEvent) -> None:
-        if isinstance(event, AudioDeviceProblem):
-            log = _LOGGER.info if event.ok else _LOGGER.error
-            log("Audio %s device %s: %s", event.direction, "back" if event.ok else "problem", event.detail)
-        self.put(event)
-
     def _on_connection(self, connected: bool, detail: str) -> None:
         self.put(LinkChanged(connected, detail, time.time()))
 
-    def _typed_event(self, text: str, ts: float) -> TypedText:
-        return TypedText(f"typed-{self.boot}-{next(self._typed)}", text, ts)
-
-    def _on_message(self, kind: str, payload: bytes, received: float) -> None:
-        try:
-            self._handle_message(kind, payload, received)
-        except Exception:  # never let one bad message hurt the link
-            _LOGGER.exception("Error handling a %s message (%d bytes); continuing", kind, len(payload))
-
-    def _handle_message(self, kind: str, payload: bytes, received: float) -> None:
-        if kind == "command":
-            result = self.gate.check(payload, time.time())
-            if isinstance(result, Rejection):
-                _LOGGER.warning(
-                    "Command %s rejected (%s): %s", result.command_id, result.reason, result.detail
-                )
-                self.put(CommandRefused(result.command_id, result.reason, result.detail, received))
-            elif result is not None:
-                self.put(CommandReceived(result, received))
-            return
-        try:
-            if kind == "agent_status":
-                self.put(AgentPresence(decode_agent_status(payload).online if payload else False, received))
-            elif kind == "sim_tap":
-                self.put(Tapped("sim", received))
-            elif kind == "sim_text":
-                self.put(self._typed_event(decode_sim_text(payload).text, received))
-            elif kind == "sim_audio":
-                self._feed_sim_audio(payload)
-        except (ProtocolError, WavError) as err:
-            detail = f"{kind.replace('_', '/')}: {getattr(err, 'detail', err)}"
-            _LOGGER.warning("Bad input on %s", detail)
-            if kind != "agent_status":
-                self.put(CommandRefused(None, "invalid", detail, received))
-
     def _feed_sim_audio(self, payload: bytes) -> None:
         samples = load_audio(payload, self.config.hearing.sample_rate)
-        if not isinstance(self.source, SimulatedMicrophone):
+        source = self.source
+        if not isinstance(source, SimulatedMicrophone):
             _LOGGER.warning("Simulated audio dropped: the microphone is not ready yet")
             return
-        if not self.source.feed(samples):
-            _LOGGER.info("Simulated audio dropped: the microphone is closed (asleep hears nothing)")
+
+        async def feed(previous: asyncio.Task[None] | None) -> None:
+            # After the microphone did what it was last asked (a tap's open runs off the control path).
+            if previous is not None:
+                await asyncio.wait([previous])
+            await self.dispatch.settled("microphone")
+            if not source.feed(samples):
+                _LOGGER.info("Simulated audio dropped: the microphone is closed (asleep hears nothing)")
+
+        self._sim_feed = asyncio.get_running_loop().create_task(feed(self._sim_feed), name="sim-audio")
 
     def _on_press(self, press: ButtonPress) -> None:
         if action_for(press, self.config.button) == "tap":
@@ -171,110 +116,7 @@ class Runtime:
         self.put(Tapped("screen", time.time()))
 
     def _on_screen_text(self, text: str) -> None:
-        self.put(self._typed_event(text, time.time()))
-
-    # ---- actions ------------------------------------------------------------------------------------------
-    async def _execute(self, action: Action) -> None:
-        if isinstance(action, Publish):
-            self._publish(action)
-        elif isinstance(action, Speak):
-            # Recorded before it can sound: a kill mid-reply leaves it for the next boot to close.
-            self._open_replies.open(action.say)
-            self.speaker.speak(action.say, action.text, action.final)
-        elif isinstance(action, StopSpeaking):
-            self.speaker.stop()
-            self.face.stop_mouth()  # the rest of the piece's mouth timeline is not heard
-        elif isinstance(action, HoldSpeech):
-            self.speaker.hold_after(action.say)
-        elif isinstance(action, ReleaseSpeech):
-            self.speaker.release(action.say)
-        elif isinstance(action, SetHalfDuplex):
-            self.listener.set_speaking(action.speaking)
-        elif isinstance(action, OpenMicrophone):
-            await self._guard("open the microphone", self.listener.open())
-        elif isinstance(action, CloseMicrophone):
-            await self._guard("close the microphone", self.listener.close())
-        elif isinstance(action, ShowExpression):
-            delay = max(0.0, action.at - time.time())
-            self._loop_or_fail().call_later(delay, self.face.set_expression, action.emotion)
-        elif isinstance(action, PlayVisemes):
-            self.face.play_visemes(action.cues, action.start_ts)
-        elif isinstance(action, ScheduleTimer):
-            self._cancel_timer(action.name)
-            delay = max(0.0, action.at - time.time())
-            self._timers[action.name] = self._loop_or_fail().call_later(
-                delay, self.put, TimerFired(action.name, action.at)
-            )
-        elif isinstance(action, CancelTimer):
-            self._cancel_timer(action.name)
-        elif isinstance(action, SaveSettings):
-            try:
-                self.state_dir.save_settings(
-                    Settings(action.sleep_allowed, action.language, action.voice, action.volume)
-                )
-            except OSError as err:
-                _LOGGER.error("Could not save settings to %s: %s", self.state_dir.root, err)
-        elif isinstance(action, ApplySettings):
-            await self._apply_settings(action)
-
-    async def _guard(self, what: str, coro: Any) -> None:
-        try:
-            await coro
-        except Exception as err:  # the daemon keeps running and says what happened
-            _LOGGER.error("Could not %s: %s", what, err)
-            self.put(AudioDeviceProblem("input", False, str(err), time.time()))
-
-    async def _apply_settings(self, action: ApplySettings) -> None:
-        self.speaker.set_volume(action.volume)
-        self.transcriber.set_language(action.language)
-        try:
-            if action.voice:
-                await self.speaker.set_voice(action.voice)
-            else:
-                await self.speaker.set_language(action.language)
-        except Exception as err:
-            _LOGGER.error(
-                "Could not switch voice (language %s, voice %s): %s", action.language, action.voice, err
-            )
-
-    def _publish(self, action: Publish) -> None:
-        utterance = action.fields.get("utterance")
-        if action.event_type == "speech_started":
-            # Recorded before the event is stored: a kill in between leaves nothing open forever.
-            self._open_utterances.open(str(utterance))
-        try:
-            event = self.outbox.append(action.event_type, action.fields, action.ts)
-        except OutboxError as err:
-            _LOGGER.error("Event %s NOT stored (outbox: %s): %s", action.event_type, err, action.fields)
-            return
-        except ValueError as err:
-            _LOGGER.error("Event %s invalid, not published: %s (%s)", action.event_type, err, action.fields)
-            return
-        _LOGGER.info("→ %s #%d %s", action.event_type, event.seq, _short(action.fields))
-        self.link.notify_outbox()
-        if action.event_type in ("transcript", "utterance_failed"):
-            self._open_utterances.close(str(utterance))
-        elif action.event_type == "playback_finished":
-            self._open_replies.close(str(action.fields.get("say")))
-
-    def _close_leftovers(self) -> None:
-        """What the previous boot left open (killed mid-utterance or mid-reply) ends as interrupted."""
-        for utterance in self._open_utterances.load():
-            _LOGGER.warning("Utterance %s was open when the device stopped: closing it", utterance)
-            fields = {"utterance": utterance, "reason": "interrupted", "detail": "the device restarted"}
-            self._publish(Publish("utterance_failed", fields, time.time()))
-        for say in self._open_replies.load():
-            _LOGGER.warning("Reply %s was not finished when the device stopped: closing it", say)
-            self._publish(Publish("playback_finished", {"say": say, "interrupted": True}, time.time()))
-
-    def _cancel_timer(self, name: str) -> None:
-        handle = self._timers.pop(name, None)
-        if handle is not None:
-            handle.cancel()
-
-    def _loop_or_fail(self) -> asyncio.AbstractEventLoop:
-        assert self._loop is not None
-        return self._loop
+        self.put(self.messages.typed(text, time.time()))
 
     # ---- derived outputs ------------------------------------------------------------------------------
     def _status_message(self, online: bool = True) -> StatusMessage:
@@ -282,51 +124,30 @@ class Runtime:
             online=online, boot=self.boot, version=__version__, ts=time.time(), **status_fields(self.state)
         )
 
-    def _refresh_outputs(self) -> None:
+    def _refresh_status(self) -> None:
         fields = status_fields(self.state)
         if fields != self._status:
             if self._status is not None and fields["state"] != self._status["state"]:
                 _LOGGER.info("state %s → %s", self._status["state"], fields["state"])
             self._status = fields
             self.link.set_status(self._status_message())
-        display = display_of(self.state)
-        if display == self._display:
-            return
-        previous, self._display = self._display, display
-        if previous is FaceState.ASLEEP and display is not FaceState.ASLEEP:
-            self.face.show_state(FaceState.WAKING)
-            # The wake-up animation plays whole (``face.wake_duration_s``), then the awake state shows.
-            wake_s = self.config.face.wake_duration_s
-            self._waking = self._loop_or_fail().call_later(wake_s, self._settle_face)
-            return
-        if display is FaceState.LISTENING:
-            self.face.notice()
-        if self._waking is not None and display is not FaceState.ASLEEP:
-            return  # the wake-up animation finishes first, then shows the latest state
-        self._settle_face()
 
-    def _settle_face(self) -> None:
-        if self._waking is not None:
-            self._waking.cancel()
-            self._waking = None
-        if self._display is not None:
-            self.face.show_state(self._display)
+    async def _step(self, event: DeviceInput) -> None:
+        self.state, actions = step(self.state, event, self.rules)
+        await self.dispatch.execute(actions)
+        # The status goes before the events of the step (agents read the state when an event comes).
+        self._refresh_status()
 
     # ---- the loop --------------------------------------------------------------------------------------
     async def _orchestrate(self) -> None:
-        for action in boot_actions(self.state):
-            await self._execute(action)
-        self._refresh_outputs()
+        await self.dispatch.execute(boot_actions(self.state, self.rules))
         while True:
             event = await self.inbox.get()
             self._last_step = time.monotonic()
             if isinstance(event, _Stop):
                 return
             try:
-                self.state, actions = step(self.state, event, self.rules)
-                for action in actions:
-                    await self._execute(action)
-                self._refresh_outputs()
+                await self._step(event)
             except Exception:
                 _LOGGER.exception("Error handling %r; continuing", event)
 
@@ -343,10 +164,36 @@ class Runtime:
 
     async def run(self) -> int:
         """Run until SIGTERM/SIGINT; return the exit code."""
-        loop = self._loop = asyncio.get_running_loop()
+        loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self.request_stop)
+        self._open_state()
+        self._open_link()
+        self.face, server = make_face(self.config, self._on_screen_tap, self._on_screen_text)
+        self.dispatch.face = self.face
+        self.link.set_status(self._status_message())
+        # What the last boot left open is closed first; the face shows asleep while the models load.
+        opened = Booted(self.records.load("utterances"), self.records.load("replies"), time.time())
+        await self._step(opened)
+        self._spawn(self.link.run(), "mqtt-link")
+        server = await self._serve_face(server)
+        self._spawn(self.face.run(), "face")
+        self.button = make_button(self.config.button)
+        self.button.start(loop, self._on_press)
+        failed = await self._load_audio_parts()
+        if failed is not None:
+            return await self._abort_start(server, failed)
+        self._spawn(self._orchestrate(), "orchestrator")
+        self._spawn(self._announce_ready(), "readiness")
+        if self.config.device.watchdog:
+            self._spawn(self.notifier.keep_alive(self.healthy), "watchdog")
+        await self._stopping.wait()
+        await self._shutdown(server)
+        return 0
+
+    def _open_state(self) -> None:
+        """This boot's number and the persisted settings."""
         cfg = self.config
         self.boot = self.state_dir.next_boot()
         settings = self.state_dir.load_settings(
@@ -361,34 +208,40 @@ class Runtime:
             self.state_dir.root,
             " (simulation)" if cfg.device.simulate else "",
         )
+
+    def _open_link(self) -> None:
+        """Outbox, command gate, message reader, the MQTT link and the dispatch (parts come later)."""
+        cfg = self.config
         self.outbox = Outbox(self.state_dir.outbox_path, cfg.device.id, self.boot)
         self.gate = CommandGate(CommandIdStore(self.state_dir.command_ids_path))
+        self.messages = MessageReader(self.gate, self.put, self.boot, self._feed_sim_audio)
         self.link = MqttLink(
             cfg.mqtt,
             cfg.device.id,
             self.boot,
             self.outbox,
-            self._on_message,
+            self.messages,
             self._on_connection,
             simulate=cfg.device.simulate,
         )
-        self.link.set_status(self._status_message())
-        self._close_leftovers()
-        self._spawn(self.link.run(), "mqtt-link")
+        self.dispatch = Dispatch(
+            put=self.put, outbox=self.outbox, link=self.link, records=self.records, settings=self.state_dir
+        )
 
-        self.face, server = make_face(cfg, self._on_screen_tap, self._on_screen_text)
-        self.face.show_state(FaceState.ASLEEP)  # the device starts asleep, while the models load
-        if server is not None:
-            try:
-                await server.start()
-                _LOGGER.info("Face page at %s", server.url)
-            except OSError as err:
-                _LOGGER.error("Face page not served (%s); continuing without it", err)
-                server = None
-        self._spawn(self.face.run(), "face")
-        self.button = make_button(cfg.button)
-        self.button.start(loop, self._on_press)
+    async def _serve_face(self, server: FaceWebServer | None) -> FaceWebServer | None:
+        if server is None:
+            return None
+        try:
+            await server.start()
+        except OSError as err:
+            _LOGGER.error("Face page not served (%s); continuing without it", err)
+            return None
+        _LOGGER.info("Face page at %s", server.url)
+        return server
 
+    async def _load_audio_parts(self) -> str | None:
+        """Load the models, build listener and speaker; why the start cannot go on, or None."""
+        cfg = self.config
         self.notifier.status("loading models")
         self.transcriber = make_transcriber(cfg.hearing)
         turn_model = make_turn_model(cfg.hearing)  # None with hearing.turn_detector = "silence"
@@ -397,27 +250,20 @@ class Runtime:
             if turn_model is not None:
                 await asyncio.to_thread(turn_model.load)
         except ModelUnavailable as err:
-            return await self._abort_start(server, str(err))
+            return str(err)
         self.source = make_source(cfg)
-        self.listener = Listener(
-            cfg.hearing, self.source, self.transcriber, self._emit_audio, turn_model=turn_model
-        )
-        self.speaker = make_speaker(cfg, self.state_dir, self._emit_audio, self.source)
+        self.listener = Listener(cfg.hearing, self.source, self.transcriber, self.put, turn_model=turn_model)
+        self.speaker = make_speaker(cfg, self.state_dir, self.put, self.source)
+        self.dispatch.listener, self.dispatch.speaker = self.listener, self.speaker
+        self.dispatch.transcriber = self.transcriber
         try:
             await self.speaker.start()
         except VoiceNotFound as err:  # a setting to fix, like a missing Whisper model
-            return await self._abort_start(server, f"speaking.voice: {err}")
+            return f"speaking.voice: {err}"
         except Exception as err:
             _LOGGER.error("Speaker not available: %s (continuing; replies cannot be heard)", err)
             self.put(AudioDeviceProblem("output", False, str(err), time.time()))
-        self._spawn(self._orchestrate(), "orchestrator")
-        self._spawn(self._announce_ready(), "readiness")
-        if cfg.device.watchdog:
-            self._spawn(self.notifier.keep_alive(self.healthy), "watchdog")
-
-        await self._stopping.wait()
-        await self._shutdown(server)
-        return 0
+        return None
 
     async def _abort_start(self, server: FaceWebServer | None, why: str) -> int:
         """A start that cannot go on (a model or voice that cannot be loaded: fixing it takes a config
@@ -468,6 +314,7 @@ class Runtime:
         self.notifier.stopping("shutting down")
         with contextlib.suppress(Exception):
             self.speaker.stop()
+        await self.dispatch.drain(2.0)
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.listener.close(), 2.0)
         await asyncio.sleep(0.05)  # let the parts hand over their last events (playback_finished...)
@@ -475,16 +322,10 @@ class Runtime:
         orchestrator = next(t for t in self._tasks if t.get_name() == "orchestrator")
         with contextlib.suppress(Exception):
             await asyncio.wait_for(asyncio.shield(orchestrator), 2.0)
-        for handle in self._timers.values():
-            handle.cancel()
+        self.dispatch.close()
         await self._close_link_and_parts(server)
         with contextlib.suppress(Exception):
             await self.speaker.aclose()
         with contextlib.suppress(Exception):
             await self.listener.aclose()
         _LOGGER.info("Stopped")
-
-
-def _short(fields: dict[str, Any], limit: int = 160) -> str:
-    text = " ".join(f"{k}={v!r}" for k, v in fields.items())
-    return text if len(text) <= limit else text[: limit - 1] + "…"

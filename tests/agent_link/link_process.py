@@ -11,6 +11,7 @@ import sys
 from agent_link.link.mqtt_link import MqttLink
 from agent_link.link.outbox import Outbox
 from agent_link.link.settings import LinkSettings
+from agent_link.protocol.event_messages import TapBody
 from agent_link.protocol.messages import StatusMessage
 
 
@@ -34,7 +35,7 @@ async def _main(args: argparse.Namespace) -> None:
     link = MqttLink(settings, args.device, args.boot, outbox, on_message, on_connection)
     link.set_status(StatusMessage(online=True, boot=args.boot, state="asleep"))
     for _ in range(args.events):
-        outbox.append("tap", {"source": "sim"}, 1764441600.0)
+        outbox.append(TapBody(source="sim", ts=1764441600.0))
     print("APPENDED", flush=True)
     await link.run()
 

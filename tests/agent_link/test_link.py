@@ -18,6 +18,7 @@ import pytest
 from agent_link.link.mqtt_link import MqttLink, backoff_delay
 from agent_link.link.outbox import Outbox
 from agent_link.link.settings import LinkConfigError, LinkSettings
+from agent_link.protocol.event_messages import SpeechStartedBody, TapBody
 from agent_link.protocol.messages import StatusMessage, decode_command
 from agent_link.protocol.topics import Topics
 from tests.agent_link.agent_client import agent, read_retained
@@ -151,7 +152,7 @@ async def test_shutdown_publishes_offline_status(mosquitto: Mosquitto, tmp_path:
     async with running(mosquitto, outbox, boot=4) as r:
         await r.wait_connected()
         r.link.set_status(StatusMessage(online=True, boot=4, state="idle"))
-        outbox.append("tap", {"source": "sim"}, 1.0)
+        outbox.append(TapBody(source="sim", ts=1.0))
         r.link.notify_outbox()
         await r.link.shutdown(StatusMessage(online=False, boot=4, state="asleep"), flush_timeout=3.0)
         assert not r.link.connected
@@ -250,13 +251,13 @@ async def test_events_appended_while_broker_down_arrive_in_order(
         ag = agent(mosquitto, [T.event], identifier="agent-events")
         async with ag as observer:
             await r.wait_connected()
-            outbox.append("tap", {"source": "sim"}, 1.0)
+            outbox.append(TapBody(source="sim", ts=1.0))
             r.link.notify_outbox()
             await observer.wait_for(lambda: len(observer.payloads(T.event)) == 1)
         mosquitto.stop()
         await r.wait_for(lambda: not r.link.connected)
         for i in range(20):
-            outbox.append("speech_started", {"utterance": f"u-{i}"}, 2.0 + i)
+            outbox.append(SpeechStartedBody(utterance=f"u-{i}", ts=2.0 + i))
             r.link.notify_outbox()
         mosquitto.start()
         async with agent(mosquitto, [T.event], identifier="agent-events") as observer:
@@ -281,7 +282,7 @@ async def test_events_pending_at_kill_are_sent_after_restart(mosquitto: Mosquitt
         outbox = Outbox(db, DEVICE, 2)
         async with running(mosquitto, outbox, boot=2) as r:
             await r.wait_connected()
-            outbox.append("tap", {"source": "button"}, 5.0)
+            outbox.append(TapBody(source="button", ts=5.0))
             r.link.notify_outbox()
             await observer.wait_for(lambda: len(observer.payloads(T.event)) >= 11)
     events = observer.payloads(T.event)
@@ -372,7 +373,7 @@ async def test_shutdown_without_broker_does_not_hang(mosquitto: Mosquitto, tmp_p
     mosquitto.stop()
     r = Running(mosquitto, outbox, 1)
     task = asyncio.create_task(r.link.run())
-    outbox.append("tap", {"source": "sim"}, 1.0)
+    outbox.append(TapBody(source="sim", ts=1.0))
     await asyncio.sleep(0.5)
     async with asyncio.timeout(10):
         await r.link.shutdown(StatusMessage(online=False, boot=1), flush_timeout=1.0)

@@ -12,6 +12,7 @@ import pytest
 from agent_link.link.mqtt_link import MqttLink
 from agent_link.link.outbox import Outbox
 from agent_link.link.settings import LinkSettings
+from agent_link.protocol.event_messages import TapBody
 from agent_link.protocol.messages import StatusMessage
 from agent_link.protocol.topics import Topics
 from tests.agent_link.agent_client import agent
@@ -112,7 +113,7 @@ async def test_tls_burst_of_commands_and_events_flows_without_stalling(
                     await asyncio.sleep(0.01)
             assert received == commands
             for i in range(40):
-                outbox.append("tap", {"source": "sim"}, 1.0 + i)
+                outbox.append(TapBody(source="sim", ts=1.0 + i))
             link.notify_outbox()
             await ag.wait_for(lambda: len(ag.payloads(topics.event)) == 40, timeout=3)
             assert [e["seq"] for e in ag.payloads(topics.event)] == list(range(1, 41))

@@ -6,11 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from agent_link.link.command_ids import CommandIdStore
 from agent_link.link.gate import CommandGate, Rejection
 from agent_link.link.outbox import Outbox, OutboxError
-from agent_link.protocol.messages import ProtocolError, SayCommand, decode_event
+from agent_link.protocol.event_messages import SpeechStartedBody, TapBody, UtteranceFailedBody, WakeBody
+from agent_link.protocol.messages import SayCommand, decode_event
 
 
 def _say(cid: str, **extra: object) -> bytes:
@@ -20,7 +22,7 @@ def _say(cid: str, **extra: object) -> bytes:
 # ---- outbox ----------------------------------------------------------------------------------------
 def test_outbox_order_seq_and_ids(tmp_path: Path) -> None:
     box = Outbox(tmp_path / "o.db", "dev", 3)
-    events = [box.append("tap", {"source": "sim"}, 10.0 + i) for i in range(5)]
+    events = [box.append(TapBody(source="sim", ts=10.0 + i)) for i in range(5)]
     assert [e.seq for e in events] == [1, 2, 3, 4, 5]
     assert [e.id for e in events] == [f"dev-3-{i}" for i in range(1, 6)]
     pending = box.pending(10)
@@ -32,13 +34,13 @@ def test_outbox_order_seq_and_ids(tmp_path: Path) -> None:
 def test_outbox_survives_reopen_and_ack(tmp_path: Path) -> None:
     box = Outbox(tmp_path / "o.db", "dev", 1)
     for i in range(3):
-        box.append("speech_started", {"utterance": f"u{i}"}, float(i))
+        box.append(SpeechStartedBody(utterance=f"u{i}", ts=float(i)))
     box.close()  # "restart": the same boot reopened continues its seq, a new boot starts at 1
     same = Outbox(tmp_path / "o.db", "dev", 1)
-    assert same.append("tap", {"source": "sim"}, 3.0).seq == 4
+    assert same.append(TapBody(source="sim", ts=3.0)).seq == 4
     same.close()
     box = Outbox(tmp_path / "o.db", "dev", 2)
-    new = box.append("tap", {"source": "button"}, 9.0)
+    new = box.append(TapBody(source="button", ts=9.0))
     assert (new.seq, new.id) == (1, "dev-2-1")
     pending = box.pending(100)
     assert [(decode_event(p).boot, decode_event(p).seq) for _, p in pending] == [
@@ -55,32 +57,30 @@ def test_outbox_survives_reopen_and_ack(tmp_path: Path) -> None:
     assert again.pending(100) == box.pending(100)
 
 
-def test_outbox_rejects_bad_event_without_consuming_seq(tmp_path: Path) -> None:
+def test_a_bad_event_body_cannot_even_be_built(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError):
+        WakeBody(source=1, ts=1.0)  # type: ignore[arg-type]
     box = Outbox(tmp_path / "o.db", "dev", 1)
-    with pytest.raises(ProtocolError):
-        box.append("wake", {"source": 1}, 1.0)
-    assert box.append("wake", {"source": "sim"}, 1.0).seq == 1
+    assert box.append(WakeBody(source="sim", ts=1.0)).seq == 1
     assert len(box) == 1
 
 
 def test_outbox_bounded(tmp_path: Path) -> None:
     box = Outbox(tmp_path / "o.db", "dev", 1, max_events=3)
     for i in range(5):
-        box.append("tap", {"source": "sim"}, float(i))
+        box.append(TapBody(source="sim", ts=float(i)))
     assert [decode_event(p).seq for _, p in box.pending(10)] == [3, 4, 5]
 
 
 def test_outbox_disk_full_is_outbox_error(tmp_path: Path) -> None:
     box = Outbox(tmp_path / "o.db", "dev", 1)
-    box.append("tap", {"source": "sim"}, 1.0)
+    box.append(TapBody(source="sim", ts=1.0))
     (pages,) = box._db.execute("PRAGMA page_count").fetchone()
     box._db.execute(f"PRAGMA max_page_count={pages}")  # SQLITE_FULL: "database or disk is full"
     stored = 1
     with pytest.raises(OutboxError, match="full"):
         for _ in range(200):
-            box.append(
-                "utterance_failed", {"utterance": "u", "reason": "stt_error", "detail": "x" * 3000}, 2.0
-            )
+            box.append(UtteranceFailedBody(utterance="u", reason="stt_error", detail="x" * 3000, ts=2.0))
             stored += 1
     assert len(box) == stored  # nothing half-written; the seq is not consumed by a failed append
     assert box.last_seq == stored

@@ -97,7 +97,7 @@ def test_fade_edges() -> None:
 def test_hold_after_a_reply_starts_nothing_behind_it_until_released() -> None:
     q = PlaybackQueue(RATE, volume=1.0)
     g = q.generation
-    q.hold_after("a")
+    q.hold("a")
     q.push(_piece("a", 1, 60), g)
     q.push_end("a", 1, g)
     q.push(_piece("b", 2, 60), g)
@@ -123,22 +123,25 @@ def test_hold_after_a_reply_starts_nothing_behind_it_until_released() -> None:
     assert np.all(out[:60] == 0.5)
 
 
-def test_a_hold_is_cleared_by_stop_and_applies_at_once_after_a_finished_reply() -> None:
+def test_a_hold_stays_through_a_stop_and_applies_at_once_after_a_finished_reply() -> None:
     q = PlaybackQueue(RATE, volume=1.0)
     q.push_end("a", 1, q.generation)
     _render(q)  # a finished at the output side before the hold arrived
-    q.hold_after("a")
+    q.hold("a")
     assert q.holding
     q.push(_piece("b", 2, 10), q.generation)
     out, marks = _render(q)
     assert marks == [] and np.all(out == 0)
-    q.stop()  # a stop drops what waited and every hold
+    q.stop()  # a stop drops what waited, not the holds: only a release does
+    assert q.holding
+    q.release("a")
     assert not q.holding
-    q.hold_after("b", now=True)  # b was dropped by the stop: its end never comes, hold at once
+    q.hold("b")  # b was dropped by the stop: its end never comes here...
+    q.hold("b", at_once=True)  # ...so the one who knows says hold at once (it replaces the first)
     assert q.holding
     q.release("b")
     assert not q.holding
-    q.hold_after("c")  # c never came: nothing is held
+    q.hold("c")  # c never came: nothing is held
     q.push(_piece("d", 4, 10), q.generation)
     _, marks = _render(q)
     assert [(m.kind, m.say) for m in marks][:1] == [("reply_started", "d")]

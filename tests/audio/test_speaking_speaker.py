@@ -196,7 +196,6 @@ async def test_stop_silences_output_fast_and_drops_queued_replies(
         await rec.finished("open")
         await asyncio.sleep(0.1)
         assert not speaker.busy
-        speaker.speak("open", " more text for the stopped reply", final=True)  # ignored
         speaker.speak("after", "Still working.", final=True)
         after = await rec.finished("after")
     finally:
@@ -229,7 +228,7 @@ async def test_a_hold_keeps_the_next_reply_silent_until_the_sleep_behind_it_is_d
     rec = Recorder()
     decide: dict[str, Any] = {}
 
-    def emit(event: AudioEvent) -> None:  # the orchestrator's part: asleep → stop, ignored → release
+    def emit(event: AudioEvent) -> None:  # the core's part: asleep → stop + release, ignored → release
         rec(event)
         if isinstance(event, PlaybackFinished) and event.say in decide:
             decide.pop(event.say)()
@@ -238,16 +237,21 @@ async def test_a_hold_keeps_the_next_reply_silent_until_the_sleep_behind_it_is_d
     speaker = Speaker(SpeakingSettings(), sink, emit)
     await speaker.start()
     try:
-        decide["bye"] = speaker.stop  # the device falls asleep
+
+        def fall_asleep() -> None:
+            speaker.stop()
+            speaker.release("bye")
+
+        decide["bye"] = fall_asleep  # the device falls asleep
         speaker.speak("bye", "Bye.", final=True)
-        speaker.hold_after("bye")
+        speaker.hold("bye")
         speaker.speak("next", "You should never hear this.", final=True)
         bye = await rec.finished("bye")
         nxt = await rec.finished("next")
         await asyncio.sleep(0.3)
         decide["a"] = lambda: speaker.release("a")  # the sleep is ignored: play on
         speaker.speak("a", "Okay.", final=True)
-        speaker.hold_after("a")
+        speaker.hold("a")
         speaker.speak("b", "Let us play.", final=True)
         a = await rec.finished("a")
         b = await rec.finished("b")
@@ -270,7 +274,7 @@ async def test_a_hold_after_a_stopped_reply_holds_at_once(speaking_voice: Any) -
         speaker.speak("long", TEXT, final=True)
         await rec.first(PlaybackStarted)
         speaker.stop()
-        speaker.hold_after("long")  # the sleep still waits for it: what comes next must wait too
+        speaker.hold("long", at_once=True)  # the sleep still waits for it: what comes next must wait too
         speaker.speak("next", "Wait for it.", final=True)
         await rec.finished("long")
         await asyncio.sleep(0.5)
@@ -321,7 +325,7 @@ async def test_unplugged_device_is_reported_and_reopened(fake_pa: FakePortAudio,
 
 
 async def test_bad_voice_is_a_clear_error_and_the_old_voice_stays(
-    tmp_path: Path, speaking_voice: Any, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, speaking_voice: Any
 ) -> None:
     rec = Recorder()
     with pytest.raises(VoiceNotFound, match=r"nope\.onnx"):
@@ -336,20 +340,17 @@ async def test_bad_voice_is_a_clear_error_and_the_old_voice_stays(
     try:
         assert speaker.voice_path == model
         with pytest.raises(VoiceNotFound, match=r"yy\.onnx"):
-            await speaker.set_language("yy")
+            await speaker.set_voice("/missing/yy.onnx")
         with pytest.raises(VoiceNotFound):
             await speaker.set_voice(str(tmp_path / "other.onnx"))
-        assert speaker.voice_path == model and speaker.language == "en"
-        await speaker.set_language("xx")
-        assert speaker.voice_path == tmp_path / "xx.onnx" and speaker.language == "xx"
+        assert speaker.voice_path == model
+        await speaker.set_voice("xx")  # the file stem of a configured voice
+        assert speaker.voice_path == tmp_path / "xx.onnx"
         speaker.set_volume(0.3)
         speaker.speak("v", "Switched.", final=True)
         assert not (await rec.finished("v")).interrupted
         await speaker.set_voice("")
         assert speaker.voice_path == model
-        assert "No voice configured" not in caplog.text
-        await speaker.set_language("de")  # nothing configured for it: the default voice, and a warning
-        assert speaker.voice_path == model and "No voice configured for language 'de'" in caplog.text
     finally:
         await speaker.aclose()
 
@@ -375,7 +376,7 @@ async def test_speaker_whose_start_failed_closes_replies_instead_of_hanging(fake
     with pytest.raises(OutputDeviceUnavailable):
         await speaker.start()
     speaker.speak("x", "Hello", final=False)
-    speaker.speak("x", " there.", final=True)
+    # Every chunk it is given ends at once (the core publishes the reply's first finish only).
     assert [(type(e), e.interrupted) for e in rec.of("x")] == [(PlaybackFinished, True)]  # type: ignore[union-attr]
     speaker.stop()
     await speaker.aclose()

@@ -32,6 +32,7 @@ from device.core.actions import (
     ApplySettings,
     CloseMicrophone,
     HoldSpeech,
+    Note,
     OpenMicrophone,
     PlayVisemes,
     Publish,
@@ -44,6 +45,7 @@ from device.core.actions import (
 )
 from device.core.inputs import (
     AgentPresence,
+    Booted,
     CommandReceived,
     CommandRefused,
     DeviceInput,
@@ -74,6 +76,7 @@ class Run:
         self.rules = rules or Rules()
         self.actions: list[Action] = []
         self.ts = 1000.0
+        self.feed(Booted((), (), self.ts))  # the face shows asleep
 
     def feed(self, *events: DeviceInput) -> list[Action]:
         new: list[Action] = []
@@ -101,7 +104,7 @@ class Run:
 
     def published(self, acts: Iterable[Action] | None = None) -> list[tuple[str, dict[str, object]]]:
         return [
-            (a.event_type, a.fields)
+            (a.body.to_event(id="x", boot=1, seq=1).type, a.body.model_dump(exclude={"v", "type", "ts"}))
             for a in (self.actions if acts is None else acts)
             if isinstance(a, Publish)
         ]
@@ -114,7 +117,7 @@ def test_starts_asleep_with_microphone_closed() -> None:
     state = initial_state(Settings(volume=0.3))
     assert state.phase is Phase.ASLEEP
     acts = boot_actions(state)
-    assert CloseMicrophone() in acts and ApplySettings("en", None, 0.3) in acts
+    assert CloseMicrophone() in acts and ApplySettings("en", "", 0.3) in acts
     assert display_of(state) is FaceState.ASLEEP
     assert status_fields(state)["state"] == "asleep"
 
@@ -169,9 +172,13 @@ def test_typed_text_has_confidence_one() -> None:
     assert kind == "transcript" and fields["confidence"] == 1.0 and fields["source"] == "typed"
 
 
+def _effects(acts: Iterable[Action]) -> list[Action]:
+    return [a for a in acts if not isinstance(a, Note)]
+
+
 def test_typed_text_ignored_asleep() -> None:
     run = Run()
-    assert run.feed(TypedText("t-1", "hi", 3.0)) == []
+    assert _effects(run.feed(TypedText("t-1", "hi", 3.0))) == []
 
 
 def test_say_while_asleep_rejected() -> None:
@@ -266,7 +273,7 @@ def test_sleep_with_nothing_queued_is_immediate() -> None:
 
 def test_sleep_while_asleep_is_noop() -> None:
     run = Run()
-    assert run.cmd(SleepCommand(id="s1")) == []
+    assert _effects(run.cmd(SleepCommand(id="s1"))) == []
 
 
 def test_sleep_tag_after_reply() -> None:
@@ -283,7 +290,7 @@ def test_sleep_not_allowed_ignores_command_and_tag_but_plays_text() -> None:
     run.wake()
     run.cmd(SleepAllowedCommand(id="a1", value=False))
     acts = run.cmd(SleepCommand(id="s1"))
-    assert run.published(acts) == [("sleep_ignored", {"via": "command"})]
+    assert run.published(acts) == [("sleep_ignored", {"via": "command", "say": None})]
     acts = run.say("r1", "[happy] Good night [sleep]")
     assert [a.text for a in acts if isinstance(a, Speak)] == ["Good night "]
     acts = run.play("r1")
@@ -302,7 +309,7 @@ def test_sleep_allowed_checked_when_sleep_takes_effect() -> None:
     run.cmd(SleepCommand(id="s1"))
     run.cmd(SleepAllowedCommand(id="a1", value=False))  # an activity starts while the goodbye plays
     acts = run.play("bye")
-    assert run.published(acts)[-1] == ("sleep_ignored", {"via": "command"})
+    assert run.published(acts)[-1] == ("sleep_ignored", {"via": "command", "say": None})
     assert run.state.awake
 
 
@@ -361,7 +368,7 @@ def test_speech_behind_a_sleep_tag_is_held_and_dropped_when_the_device_sleeps() 
     assert _holds(run.say("late", "And one more thing.")) == []
     acts = run.play("bye")
     assert run.types(acts)[-1] == "asleep"
-    assert _holds(acts) == [StopSpeaking()]  # the stop drops the late reply and every hold
+    assert _holds(acts) == [StopSpeaking(), ReleaseSpeech("bye")]  # the late reply is dropped, then released
 
 
 def test_speech_behind_an_ignored_sleep_is_released() -> None:
@@ -384,26 +391,27 @@ def test_a_sleep_command_holds_after_the_last_reply_queued_before_it() -> None:
     run.say("r3", "Three, said after the sleep.")
     assert _holds(run.play("r1")) == []
     acts = run.play("r2")
-    assert _holds(acts) == [StopSpeaking()] and not run.state.awake
+    assert _holds(acts) == [StopSpeaking(), ReleaseSpeech("r2")] and not run.state.awake
 
 
-def test_a_stop_while_a_sleep_waits_sets_the_hold_again() -> None:
-    """A stop clears the speaker's holds; a reply sent after it must not sound before the sleep."""
+def test_a_stop_while_a_sleep_waits_holds_at_once() -> None:
+    """The stopped reply's end never plays: a reply sent after the stop must not sound before the sleep."""
     run = Run()
     run.wake()
     run.say("r1", "A long story.")
     run.cmd(SleepCommand(id="s1"))
-    assert _holds(run.cmd(StopCommand(id="x"))) == [StopSpeaking(), HoldSpeech("r1")]
+    assert _holds(run.cmd(StopCommand(id="x"))) == [StopSpeaking(), HoldSpeech("r1", at_once=True)]
     run.say("late", "Sent after the stop.")
     acts = run.feed(PlaybackFinished("r1", True, run.t()))
-    assert run.types(acts)[-1] == "asleep" and _holds(acts) == [StopSpeaking()]
+    assert run.types(acts)[-1] == "asleep"
+    assert _holds(acts) == [StopSpeaking(), ReleaseSpeech("r1")]
 
 
 def test_a_stopped_goodbye_releases_its_hold() -> None:
     run = Run()
     run.wake()
     run.say("bye", "Bye [sleep]")
-    assert _holds(run.cmd(StopCommand(id="x"))) == [StopSpeaking(), HoldSpeech("bye")]
+    assert _holds(run.cmd(StopCommand(id="x"))) == [StopSpeaking(), HoldSpeech("bye", at_once=True)]
     acts = run.feed(PlaybackFinished("bye", True, run.t()))
     assert _holds(acts) == [ReleaseSpeech("bye")] and run.state.awake
 
@@ -416,11 +424,12 @@ _STEPS = st.sampled_from(
 @given(st.lists(st.tuples(_STEPS, st.integers(0, 3)), max_size=40))
 @settings(max_examples=300, deadline=None)
 def test_the_speaker_is_never_left_holding_speech(steps: list[tuple[str, int]]) -> None:
-    """Whatever happens, the holds the speaker was given are ones a pending sleep still needs, and
-    none survive the device falling asleep: no path leaves it mute."""
+    """Whatever happens, the holds the speaker was given are exactly those a pending sleep needs (held
+    at once when the reply was stopped), and none survive the device falling asleep: no path leaves
+    it mute. The speaker keeps its holds through a stop: only a release drops one."""
     run = Run()
     run.wake()
-    held: set[str] = set()
+    held: dict[str, bool] = {}
     for n, (what, k) in enumerate(steps):
         say = f"r{k}"
         replies = [r.say for r in run.state.replies]
@@ -443,12 +452,12 @@ def test_the_speaker_is_never_left_holding_speech(steps: list[tuple[str, int]]) 
             acts = run.feed(PlaybackFinished(replies[0], what == "cut", run.t()))
         for action in acts:
             if isinstance(action, HoldSpeech):
-                held.add(action.say)
+                held[action.say] = action.at_once
             elif isinstance(action, ReleaseSpeech):
-                held.discard(action.say)
-            elif isinstance(action, StopSpeaking):
-                held.clear()
-        assert held <= hold_points(run.state) <= {r.say for r in run.state.replies}
+                del held[action.say]
+        assert held == hold_points(run.state)
+        assert held.keys() <= {r.say for r in run.state.replies}
+        assert all(at_once == run.state.reply(say).stopped for say, at_once in held.items())  # type: ignore[union-attr]
         if not run.state.awake:
             assert not held
 
@@ -456,7 +465,7 @@ def test_the_speaker_is_never_left_holding_speech(steps: list[tuple[str, int]]) 
 def test_settings_commands_persist_and_apply() -> None:
     run = Run()
     acts = run.cmd(ConfigCommand(id="c1", language="de", volume=0.5))
-    assert ApplySettings("de", None, 0.5) in acts
+    assert ApplySettings("de", "", 0.5) in acts
     assert SaveSettings(True, "de", None, 0.5) in acts
     acts = run.cmd(SleepAllowedCommand(id="c2", value=False))
     assert SaveSettings(False, "de", None, 0.5) in acts
@@ -475,7 +484,7 @@ def test_the_voice_follows_the_language() -> None:
     acts = run.cmd(ConfigCommand(id="c2", volume=0.3))  # same language: the chosen voice stays
     assert ApplySettings("en", "en_US-joe-medium", 0.3) in acts
     acts = run.cmd(ConfigCommand(id="c3", language="de"))  # the English voice does not speak German
-    assert ApplySettings("de", None, 0.3) in acts and SaveSettings(True, "de", None, 0.3) in acts
+    assert ApplySettings("de", "", 0.3) in acts and SaveSettings(True, "de", None, 0.3) in acts
     acts = run.cmd(ConfigCommand(id="c4", language="en", voice="en_US-joe-medium"))  # both given: both
     assert ApplySettings("en", "en_US-joe-medium", 0.3) in acts
 

@@ -1,4 +1,4 @@
-"""The daemon drives the face: the wake-up animation plays whole, and ``stop`` closes the mouth."""
+"""The daemon drives the face (wiring only: the face rules are tested on the core, test_core_rules.py)."""
 
 from __future__ import annotations
 
@@ -12,24 +12,22 @@ from tests.broker import Mosquitto
 from tests.reliability.inprocess import RunningDaemon, sim_config
 
 
-async def test_the_wake_animation_plays_for_its_configured_length(
+async def test_a_tap_plays_the_wake_animation_then_the_awake_face(
     mosquitto: Mosquitto, tmp_path: Path
 ) -> None:
-    config = sim_config(mosquitto.url, "face-wake", tmp_path / "state", **{"face.wake_duration_s": 1.6})
+    config = sim_config(mosquitto.url, "face-wake", tmp_path / "state", **{"face.wake_duration_s": 0.4})
     async with AgentHarness(mosquitto.url, device_id="face-wake") as harness, RunningDaemon(config) as rt:
         model = rt.face.model
         assert model.state is FaceState.ASLEEP
         await harness.set_agent_online(True)
         await harness.sim_tap()
         await harness.wait_for("wake", timeout=10)
-        woke = time.monotonic()
-        seen: list[tuple[float, FaceState]] = []
-        while time.monotonic() - woke < 2.4:
-            seen.append((time.monotonic() - woke, model.state))
-            await asyncio.sleep(0.05)
-        waking = [t for t, s in seen if s is FaceState.WAKING]
-        assert waking and max(waking) >= 1.3, seen  # not cut short (it was at a fixed 0.8 s)
-        assert seen[-1][1] is FaceState.IDLE, seen
+        seen = [model.state]
+        deadline = time.monotonic() + 5
+        while seen[-1] is not FaceState.IDLE and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+            seen.append(model.state)
+        assert seen[0] is FaceState.WAKING and seen[-1] is FaceState.IDLE, seen
 
 
 async def test_stop_closes_the_mouth_at_once(mosquitto: Mosquitto, tmp_path: Path) -> None:
@@ -47,5 +45,4 @@ async def test_stop_closes_the_mouth_at_once(mosquitto: Mosquitto, tmp_path: Pat
         assert rt.face.model.speaking  # the mouth timeline of a several-second sentence
         await harness.stop()
         await harness.wait_for("playback_finished", timeout=10, say=say)
-        await asyncio.sleep(0.2)
         assert not rt.face.model.speaking  # the rest of the sentence's mouth movements are dropped

@@ -14,6 +14,7 @@ from agent_link.harness.cli import DEFAULT_DEVICE_ID
 from agent_link.harness.fleet.fleet import FleetReport, run_fleet
 from device.cli import build_parser, config_from_args
 from device.config import Config, DeviceSettings
+from device.shell.fleet_device import SimDevice
 from tests.broker import Mosquitto
 
 
@@ -30,7 +31,7 @@ def test_harness_default_device_id_is_the_devices(command: list[str]) -> None:
 
 def _fake_fleet(prefixes: list[str]) -> Any:
     async def fake(
-        url: str, count: int, state_dir: Path, conversations: int = 1, prefix: str = ""
+        url: str, count: int, state_dir: Path, conversations: int = 1, prefix: str = "", **_: Any
     ) -> FleetReport:
         prefixes.append(prefix)
         return FleetReport(devices=count, conversations=count * conversations)
@@ -62,8 +63,8 @@ async def test_two_fleets_with_different_prefixes_share_one_broker(
     mosquitto: Mosquitto, tmp_path: Path
 ) -> None:
     a, b = await asyncio.gather(
-        run_fleet(mosquitto.url, 4, tmp_path / "a", prefix="a4"),
-        run_fleet(mosquitto.url, 4, tmp_path / "b", prefix="b4"),
+        run_fleet(mosquitto.url, 4, tmp_path / "a", prefix="a4", make_device=SimDevice),
+        run_fleet(mosquitto.url, 4, tmp_path / "b", prefix="b4", make_device=SimDevice),
     )
     for report in (a, b):
         assert report.failed == 0 and report.conversations == 4 and report.violations == []

@@ -115,7 +115,7 @@ async def test_speaker_unplugged_and_replugged(
 ) -> None:
     fake = shared_fake([usb_speaker()])
 
-    def make_speaker(config: Config, state_dir: object, emit: Any) -> Speaker:
+    def make_speaker(config: Config, state_dir: object, emit: Any, *_: object) -> Speaker:
         sink = SoundDeviceSink("USB Speaker", reopen_interval_s=0.3, backend=fake)
         return Speaker(config.speaking, sink, emit)
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from agent_link.harness.fleet.cli import register
 from agent_link.harness.fleet.fleet import run_fleet
-from agent_link.harness.fleet.fleet_device import InstantSpeaker
 from audio.events import PlaybackFinished, PlaybackStarted
+from device.shell.fleet_cli import register
+from device.shell.fleet_device import InstantSpeaker, SimDevice
 from tests.broker import Mosquitto
 
 pytestmark = pytest.mark.timeout(180)
@@ -36,8 +36,23 @@ async def test_instant_speaker_plays_and_stops() -> None:
     assert isinstance(got[0], PlaybackStarted) and isinstance(got[-1], PlaybackFinished)
 
 
+async def test_instant_speaker_holds_what_comes_after_a_held_reply_until_released() -> None:
+    got: list[PlaybackStarted | PlaybackFinished] = []
+    speaker = InstantSpeaker(got.append, seconds_per_char=0.001, max_s=0.02)  # type: ignore[arg-type]
+    speaker.speak("bye", "Bye", final=True)
+    speaker.hold("bye")
+    speaker.speak("next", "Later", final=True)
+    await asyncio.sleep(0.06)
+    kinds = [(type(e).__name__, e.say) for e in got]
+    assert kinds == [("PlaybackStarted", "bye"), ("PlaybackFinished", "bye")]
+    speaker.release("bye")
+    await asyncio.sleep(0.06)
+    kinds = [(type(e).__name__, e.say) for e in got[2:]]
+    assert kinds == [("PlaybackStarted", "next"), ("PlaybackFinished", "next")]
+
+
 async def test_fleet_of_25_devices_converses_without_violations(mosquitto: Mosquitto, tmp_path: Path) -> None:
-    report = await run_fleet(mosquitto.url, 25, tmp_path / "fleet", conversations=2)
+    report = await run_fleet(mosquitto.url, 25, tmp_path / "fleet", conversations=2, make_device=SimDevice)
     print(report.summary())
     assert report.failed == 0 and report.conversations == 50
     assert report.violations == []

@@ -18,6 +18,7 @@ from agent_link.harness.reliability.suite import FaultRunner, ReliabilityReport
 from agent_link.link.mqtt_link import MqttLink
 from agent_link.link.outbox import Outbox
 from agent_link.link.settings import LinkSettings
+from agent_link.protocol.event_messages import TapBody
 from agent_link.protocol.messages import MAX_PAYLOAD_BYTES, StatusMessage
 from tests.broker import Mosquitto
 from tests.reliability.fleet_profile import FleetBroker, start_fleet_broker
@@ -69,7 +70,7 @@ def _delays(caplog: pytest.LogCaptureFixture) -> list[float]:
 
 async def test_good_credentials_connect(fleet: FleetBroker, tmp_path: Path) -> None:
     outbox = Outbox(tmp_path / "o.db", "dev1", 1)
-    outbox.append("tap", {"source": "sim"}, 1.0)
+    outbox.append(TapBody(source="sim", ts=1.0))
     await _run_link(_link_settings(fleet, "dev1", "pw-dev1"), "dev1", outbox, 2.0)
     assert len(outbox) == 0  # the event reached the broker (PUBACK) over TLS + password + client cert
 
@@ -112,7 +113,7 @@ async def test_acl_denial_is_logged_and_loses_no_event(
 ) -> None:
     # dev1's credentials but configured as device "dev2": every topic of dev2 is denied by the ACL.
     outbox = Outbox(tmp_path / "o.db", "dev2", 1)
-    outbox.append("tap", {"source": "sim"}, 1.0)
+    outbox.append(TapBody(source="sim", ts=1.0))
     with caplog.at_level(logging.INFO, logger="agent_link.link.mqtt_link"):
         await _run_link(_link_settings(fleet, "dev1", "pw-dev1"), "dev2", outbox, 3.0)
     # The denied event must not be acknowledged away as if the broker had taken it, and the denial

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import tempfile
@@ -19,19 +18,7 @@ _LOGGER = logging.getLogger(__name__)
 
 
 def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:
-    """Add ``sim-fleet`` and ``bench reliability``."""
-    p = sub.add_parser("sim-fleet", help="run N lightweight simulated devices against a broker and measure")
-    p.add_argument("count", type=int, nargs="+", help="number of devices (several values: one run each)")
-    p.add_argument("--broker", metavar="URL", help="broker URL (default: start a private mosquitto)")
-    p.add_argument("--conversations", type=int, default=1, help="conversations per device (default 1)")
-    p.add_argument("--json", action="store_true", help="print one JSON line per run")
-    p.add_argument(
-        "--prefix",
-        type=_topic_level,
-        default="sim",
-        help="device ids are PREFIX<N>-00000...; give each sim-fleet on one broker its own (default sim)",
-    )
-    p.set_defaults(func=_sim_fleet)
+    """Add ``bench reliability`` (``sim-fleet`` is the device side's: ``device.shell.fleet_cli``)."""
     b = bench.add_parser("reliability", help="fault injection against the real daemon; prints lost: 0")
     b.add_argument("--kills", type=int, default=12, help="kill -9 cycles (default 12)")
     b.add_argument("--outages", type=int, default=6, help="broker stop/kill cycles (default 6)")
@@ -42,7 +29,7 @@ def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction)
     b.set_defaults(func=_bench_reliability)
 
 
-def _topic_level(text: str) -> str:
+def topic_level(text: str) -> str:
     """A device-id prefix: it becomes part of MQTT topics, so no '/', '+' or '#'."""
     if not text or any(c in text for c in "/+#"):
         raise argparse.ArgumentTypeError(f"{text!r} must be non-empty, without '/', '+' or '#'")
@@ -50,7 +37,7 @@ def _topic_level(text: str) -> str:
 
 
 @contextlib.contextmanager
-def _workdir(path: Path | None) -> Iterator[Path]:
+def workdir(path: Path | None) -> Iterator[Path]:
     if path is not None:
         path.mkdir(parents=True, exist_ok=True)
         yield path
@@ -76,32 +63,7 @@ def private_broker(workdir: Path, quiet: bool = True) -> Iterator[Mosquitto]:
         broker.kill()
 
 
-def _sim_fleet(args: argparse.Namespace) -> int:
-    from agent_link.harness.fleet.fleet import run_fleet
-
-    logging.getLogger("mqtt").setLevel(logging.ERROR)
-    failed = False
-    with _workdir(None) as work, contextlib.ExitStack() as stack:
-        broker = None if args.broker else stack.enter_context(private_broker(work))
-        url = args.broker or (broker.url if broker else "")
-        for n in args.count:
-            cpu0 = _process_cpu_s(broker)
-            report = asyncio.run(
-                run_fleet(url, n, work / f"state-{n}", args.conversations, prefix=f"{args.prefix}{n}")
-            )
-            broker_cpu = _process_cpu_s(broker) - cpu0
-            if args.json:
-                print(json.dumps({**report.as_dict(), "broker_cpu_s": broker_cpu}))
-            else:
-                print(f"---- sim-fleet {n} devices ({url})")
-                print(report.summary())
-                if broker is not None:
-                    print(f"broker CPU (whole run incl. connects): {broker_cpu:.2f} s")
-            failed |= bool(report.failed or report.violations)
-    return 1 if failed else 0
-
-
-def _process_cpu_s(broker: Mosquitto | None) -> float:
+def process_cpu_s(broker: Mosquitto | None) -> float:
     """CPU seconds (user + system) used so far by the private broker's process, 0 if unknown."""
     proc = getattr(broker, "_proc", None)
     if proc is None:
@@ -115,7 +77,7 @@ def _process_cpu_s(broker: Mosquitto | None) -> float:
 
 def _bench_reliability(args: argparse.Namespace) -> int:
     logging.getLogger("mqtt").setLevel(logging.ERROR)
-    with _workdir(args.workdir) as work:
+    with workdir(args.workdir) as work:
         report = asyncio.run(_reliability(args, work))
     print(report.summary())
     return 0 if report.lost == 0 and not report.violations else 1

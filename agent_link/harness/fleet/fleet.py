@@ -1,8 +1,8 @@
 """Many lightweight simulated devices in one process, driven by one agent connection.
 
-Each :class:`SimDevice` is the device's real middle — ``device.core.orchestrator.step``, the durable
-``Outbox``, the ``CommandGate`` with its id store and the ``MqttLink`` — with text input only and an
-:class:`InstantSpeaker` instead of Piper and a sound card (no models). :class:`FleetAgent` plays the
+The devices come from ``make_device`` (the device side builds them: ``device.shell.fleet_device.SimDevice``
+is the daemon's core, dispatch and message reader over the real link, with parts that need no audio);
+this module only plays the agent. :class:`FleetAgent` plays the
 agent for all of them over ONE connection (``robotface/+/event``), drives each through a short
 conversation and measures command → event round trips. :func:`run_fleet` returns a
 :class:`FleetReport` (latency percentiles, messages per second, memory per device).
@@ -16,15 +16,15 @@ import json
 import logging
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import aiomqtt
 
 from agent_link.harness.broker_url import parse_broker_url
 from agent_link.harness.contract import check_contract
-from agent_link.harness.fleet.fleet_device import SimDevice
 from agent_link.link.settings import LinkSettings
 from agent_link.protocol.messages import (
     Event,
@@ -226,6 +226,17 @@ async def converse(agent: FleetAgent, device: str, n: int, report: FleetReport) 
     lat["sleep → asleep"].append(await agent.round_trip(device, "command", sleep.encode(), "asleep"))
 
 
+class FleetDevice(Protocol):
+    """What the fleet needs of a simulated device."""
+
+    async def start(self) -> None: ...
+    async def close(self) -> None: ...
+
+
+DeviceFactory = Callable[[str, LinkSettings, Path], FleetDevice]
+"""``(device_id, link settings, state dir) → device``."""
+
+
 def _rss_kib() -> int:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -234,7 +245,13 @@ def _rss_kib() -> int:
 
 
 async def run_fleet(
-    broker_url: str, count: int, state_dir: Path, conversations: int = 1, prefix: str = "sim"
+    broker_url: str,
+    count: int,
+    state_dir: Path,
+    conversations: int = 1,
+    prefix: str = "sim",
+    *,
+    make_device: DeviceFactory,
 ) -> FleetReport:
     """Start ``count`` simulated devices, drive each through ``conversations`` conversations."""
     report = FleetReport(devices=count)
@@ -244,7 +261,7 @@ async def run_fleet(
     async with FleetAgent(broker_url) as agent:
         rss0 = _rss_kib()
         t0 = time.monotonic()
-        devices = [SimDevice(d, settings, state_dir) for d in ids]
+        devices = [make_device(d, settings, state_dir) for d in ids]
         for i in range(0, count, 100):  # ramp: 100 connects at a time
             await asyncio.gather(*(dev.start() for dev in devices[i : i + 100]))
             await asyncio.sleep(0.05)

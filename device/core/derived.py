@@ -1,0 +1,107 @@
+"""What follows from the state after each step: the speaker's holds, the face, the status fields.
+
+Derived, not stored: every way the state changes (a sleep that resolves, a reply stopped, the device
+falling asleep) changes these with it, so a part cannot be left behind (mute, or on an old face).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from device.core.actions import (
+    Action,
+    CancelTimer,
+    HoldSpeech,
+    Notice,
+    ReleaseSpeech,
+    ScheduleTimer,
+    ShowFace,
+)
+from device.core.state import DeviceState, Phase
+from face.state import FaceState
+
+WAKING_TIMER = "waking"
+"""The timer that ends the wake-up animation."""
+
+
+# ---- the sleep hold ------------------------------------------------------------------------------------
+def hold_points(state: DeviceState) -> dict[str, bool]:
+    """Replies at whose end a sleep waits (→ hold at once: the reply was stopped, its end never plays).
+
+    A reply with a ``[sleep]`` tag, and for a pending ``sleep`` command the last reply queued
+    before it. The speaker starts nothing queued after a hold point until it is released.
+    """
+    if not state.awake:
+        return {}
+    order = [r.say for r in state.replies]
+    points = {r.say for r in state.replies if r.sleep_tag}
+    for pending in state.sleeps:
+        waited = [order.index(say) for say in pending.after if say in order]
+        if waited:
+            points.add(order[max(waited)])
+    return {r.say: r.stopped for r in state.replies if r.say in points}
+
+
+def hold_changes(before: DeviceState, after: DeviceState) -> list[Action]:
+    """The hold and release actions that take the speaker from ``before``'s holds to ``after``'s."""
+    old, new = hold_points(before), hold_points(after)
+    actions: list[Action] = [
+        HoldSpeech(say, at_once) for say, at_once in sorted(new.items()) if old.get(say) != at_once
+    ]
+    actions.extend(ReleaseSpeech(say) for say in sorted(old.keys() - new.keys()))
+    return actions
+
+
+# ---- the face ----------------------------------------------------------------------------------------
+def display_of(state: DeviceState) -> FaceState:
+    """What the face shows for this state (once the wake-up animation is over)."""
+    if not state.awake:
+        return FaceState.ASLEEP
+    if state.phase is Phase.SPEAKING:
+        return FaceState.SPEAKING
+    if state.faults:
+        return FaceState.ERROR
+    if not (state.connected and state.agent_online):
+        return FaceState.OFFLINE
+    return FaceState(state.phase.value)
+
+
+def face_changes(state: DeviceState, ts: float, wake_s: float) -> tuple[DeviceState, list[Action]]:
+    """Show a new display: waking up plays the wake-up animation whole (``wake_s``), then the latest
+    state; the user starting to speak gets a notice."""
+    display = display_of(state)
+    if display == state.shown:
+        return state, []
+    previous, state = state.shown, replace(state, shown=display)
+    if previous is FaceState.ASLEEP and display is not FaceState.ASLEEP:
+        waking: list[Action] = [ShowFace(FaceState.WAKING), ScheduleTimer(WAKING_TIMER, ts + wake_s)]
+        return replace(state, waking=True), waking
+    actions: list[Action] = [Notice()] if display is FaceState.LISTENING else []
+    if state.waking and display is not FaceState.ASLEEP:
+        return state, actions  # the animation finishes first, then shows the latest state
+    if state.waking:
+        actions.append(CancelTimer(WAKING_TIMER))
+        state = replace(state, waking=False)
+    actions.append(ShowFace(display))
+    return state, actions
+
+
+def wake_animation_over(state: DeviceState) -> tuple[DeviceState, list[Action]]:
+    """The wake-up animation ended: the latest state shows."""
+    if not state.waking:
+        return state, []
+    actions: list[Action] = [ShowFace(state.shown)] if state.shown is not None else []
+    return replace(state, waking=False), actions
+
+
+# ---- the status ---------------------------------------------------------------------------------------
+def status_fields(state: DeviceState) -> dict[str, Any]:
+    """The state-dependent fields of the retained status message."""
+    s = state.settings
+    return {
+        "state": state.phase.value,
+        "sleep_allowed": s.sleep_allowed,
+        "language": s.language,
+        "volume": s.volume,
+    }
