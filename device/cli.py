@@ -22,6 +22,7 @@ PART_COMMANDS = (
     "agent_link.harness.cli",
     "agent_link.harness.demo_launcher",
     "agent_link.harness.fleet.cli",
+    "device.cli_bench",
 )
 """Modules with ``register(sub, bench)`` adding their subcommands."""
 
@@ -86,9 +87,11 @@ def _toml_literal(raw: str) -> object:
 def _run(args: argparse.Namespace) -> int:
     from agent_link.link.settings import LinkConfigError
     from device.config import Config, ConfigError
+    from device.memory import tune_malloc
     from device.persistence import StateDirUnusable
     from device.shell.runtime import Runtime
 
+    tune_malloc()  # before the models and threads: freed buffers go back to the system
     config = config_from_args(args)
     assert isinstance(config, Config)
     try:  # files only a config change (or provisioning) fixes: exit 2, systemd does not restart
