@@ -121,6 +121,7 @@ def _patch(source: Path, dest: Path) -> int:
             fh.write(proto.SerializeToString())
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes it 0600: the service user reads what root prepared
         os.replace(tmp, dest)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 from device.buttons.choice import ButtonUnavailable, make_button
 from device.buttons.settings import ButtonSettings
 from device.doctor.audio_checks import check_audio_device, check_levels
+from device.doctor.memory_check import check_memory
 from device.doctor.result import CheckResult
 
 if TYPE_CHECKING:
@@ -424,7 +425,7 @@ def run_checks(
 def check_config(config: Config, deep: bool = False) -> list[CheckResult]:
     """:func:`run_checks` with everything taken from a loaded :class:`device.config.Config`."""
     simulate = config.device.simulate
-    return run_checks(
+    results = run_checks(
         state_dir=config.device.state_dir,
         broker_url=config.mqtt.broker,
         username=config.mqtt.username,
@@ -445,3 +446,4 @@ def check_config(config: Config, deep: bool = False) -> list[CheckResult]:
         tls_insecure=config.mqtt.tls_insecure,
         broker_timeout_s=min(config.mqtt.connect_timeout_s, 10.0),
     )
+    return [*results, check_memory(config)]
