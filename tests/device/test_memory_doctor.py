@@ -55,3 +55,13 @@ def test_doctor_lists_the_memory_check(tmp_path: Path) -> None:
     config = load_config(None, {"state_dir": str(tmp_path), "simulate": True, "broker": "mqtt://127.0.0.1:9"})
     names = [r.name for r in check_config(config)]
     assert names[-1] == "memory"
+
+
+def test_the_small_memory_profile_is_valid_and_needs_less() -> None:
+    profile = Path(__file__).resolve().parents[2] / "systemd" / "config.small-memory.toml"
+    small = load_config(str(profile), {})
+    assert small.hearing.stt_cross_check_model == "off"
+    need_small = sum(p.mb for p in memory_needs(small))
+    need_default = sum(p.mb for p in memory_needs(load_config(None, {})))
+    assert need_small <= need_default - MOONSHINE_MB
+    assert need_small < 400  # fits the ~400 MiB a 512 MB board has free
