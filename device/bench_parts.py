@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from device.memory import process_memory, tune_malloc
+from device.memory import TRIM_INTERVAL_S, process_memory, tune_malloc
 
 USE_TEXTS = (
     "Hello there, how are you doing today?",
@@ -98,6 +98,8 @@ def run(mode: str) -> None:
     link = _load_link(config)
     _step("link (outbox, MQTT client)")
     _use(whisper, voice)
+    if mode == "lean":
+        time.sleep(TRIM_INTERVAL_S + 0.5)  # as the daemon: its trimming thread has run once since
     _step(f"in use ({len(USE_TEXTS)} sentences heard and spoken)")
     del face, link
 
