@@ -1,6 +1,6 @@
 # The README's two commands: `make demo` (the main job) and `make test` (the whole suite).
 # Each bootstraps what it needs on a fresh Debian / Raspberry Pi OS machine.
-.PHONY: demo test lint typecheck pytest bootstrap install docs clean
+.PHONY: demo test lint typecheck layers pytest bootstrap install docs lock clean
 
 VENV := .venv/bin
 
@@ -10,7 +10,7 @@ bootstrap:
 demo: bootstrap
 	$(VENV)/robot-face demo
 
-test: bootstrap lint typecheck pytest
+test: bootstrap lint typecheck layers pytest
 
 lint:
 	$(VENV)/ruff check .
@@ -19,12 +19,25 @@ lint:
 typecheck:
 	$(VENV)/mypy
 
+# The layers between and inside the packages (import-linter contracts in pyproject.toml) and no
+# import cycles anywhere (tests/test_import_cycles.py, also part of pytest).
+layers:
+	$(VENV)/lint-imports
+	$(VENV)/pytest -q -p no:cacheprovider tests/test_import_cycles.py
+
 pytest:
 	$(VENV)/pytest -q -p no:cacheprovider
 
 docs: bootstrap
 	$(VENV)/robot-face config > systemd/config.example.toml
 	$(VENV)/robot-face schema --docs docs
+
+# The lock files (docs/deploy.md, "The lock files"): needs uv; LOCK_ARGS="--upgrade-package NAME".
+UV ?= uv
+LOCK_ARGS ?=
+lock:
+	$(UV) pip compile pyproject.toml --extra dev --universal --python-version 3.11 --generate-hashes -q $(LOCK_ARGS) -o requirements/lock.txt
+	$(UV) pip compile pyproject.toml --extra pi --universal --python-version 3.11 --generate-hashes -q $(LOCK_ARGS) -o requirements/lock-pi.txt
 
 install:
 	sudo scripts/install-pi.sh

@@ -16,6 +16,7 @@ _LOGGER = logging.getLogger(__name__)
 PART_COMMANDS = (
     "audio.tools.cli_hearing",
     "audio.tools.cli_speaking",
+    "audio.tools.bench_duplex",
     "face.cli",
     "device.cli_hw",
     "agent_link.cli",

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from agent_link.link.settings import LinkSettings
+from agent_link.protocol.topics import DEFAULT_DEVICE_ID
+from audio.edges.sim_room import SimRoomSettings
 from audio.hearing.settings import HearingSettings
 from audio.settings_checks import Check, raise_first_failed
 from audio.speaking.settings import SpeakingSettings
@@ -34,9 +36,6 @@ class ConfigError(ValueError):
         super().__init__(f"config: {key}: {message}")
         self.key = key
 
-
-DEFAULT_DEVICE_ID = "robot-1"
-"""The device id when none is configured; the harness talks to it unless told otherwise."""
 
 SIM_SPEAKERS: tuple[str, ...] = ("wav", "null")
 """Valid values of ``device.sim_speaker``."""
@@ -98,6 +97,7 @@ class Config:
     speaking: SpeakingSettings = field(default_factory=SpeakingSettings)
     face: FaceSettings = field(default_factory=FaceSettings)
     button: ButtonSettings = field(default_factory=ButtonSettings)
+    sim_room: SimRoomSettings = field(default_factory=SimRoomSettings)
 
 
 SECTIONS: dict[str, type] = {f.name: f.default_factory for f in dataclasses.fields(Config)}  # type: ignore[misc]

@@ -57,10 +57,6 @@ class Blinker:
             return 1.0
         return 1.0 - smoothstep((p - self.CLOSE_S - self.HOLD_S) / self.OPEN_S)
 
-    def blink_now(self) -> None:
-        """Start a blink at once."""
-        self._phase = 0.0
-
 
 class Saccades:
     """Small random gaze shifts with eased motion around the pose's gaze."""

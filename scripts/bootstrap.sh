@@ -37,11 +37,18 @@ if [ ! -x .venv/bin/python ] || [ ! -x .venv/bin/pip ]; then   # no pip: an earl
   echo "bootstrap: creating .venv"
   "$PY" -m venv .venv
 fi
-stamp=".venv/.robot-face-$(sha256sum <pyproject.toml | cut -c1-16)-$EXTRAS"
-if [ ! -f "$stamp" ]; then
-  echo "bootstrap: installing robot-face[$EXTRAS] into .venv"
+# The exact versions (with hashes) come from the lock of the extras: requirements/lock.txt for dev,
+# requirements/lock-EXTRAS.txt for others; pyproject.toml keeps the ranges (docs/deploy.md: updating the lock).
+case "$EXTRAS" in dev) LOCK=requirements/lock.txt ;; *) LOCK="requirements/lock-${EXTRAS//,/-}.txt" ;; esac
+if [ ! -f "$LOCK" ]; then
+  echo "bootstrap: no lock file $LOCK for extras '$EXTRAS' (docs/deploy.md says how to make one)" >&2; exit 1
+fi
+stamp=".venv/.robot-face-$(cat pyproject.toml "$LOCK" | sha256sum | cut -c1-16)-$EXTRAS"
+if [ ! -f "$stamp" ]; then   # re-installs when pyproject.toml or the lock changes
+  echo "bootstrap: installing $LOCK and robot-face into .venv"
   .venv/bin/pip install -q --upgrade pip >/dev/null
-  .venv/bin/pip install -q -e ".[$EXTRAS]"
+  .venv/bin/pip install -q --require-hashes -r "$LOCK"
+  .venv/bin/pip install -q --no-deps -e .
   rm -f .venv/.robot-face-*
   touch "$stamp"
 fi

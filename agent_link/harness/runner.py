@@ -8,13 +8,8 @@ import shlex
 from collections.abc import Awaitable, Callable, Sequence
 
 from agent_link.harness.client import AgentHarness
-from agent_link.harness.scenario import (
-    ScenarioContext,
-    ScenarioResult,
-    run_scenarios,
-    select,
-    summary,
-)
+from agent_link.harness.scenario import ScenarioContext, ScenarioResult, run_scenarios, summary
+from agent_link.harness.scenarios import select
 from agent_link.harness.user_voice import UserVoice
 
 _LOGGER = logging.getLogger(__name__)

@@ -103,29 +103,6 @@ def scenario(
     return register
 
 
-def load_scenarios() -> dict[str, Scenario]:
-    """Import the bundled scenario modules and return the registry."""
-    from agent_link.harness import scenarios  # noqa: F401  (registers on import)
-
-    return REGISTRY
-
-
-def select(names: Iterable[str]) -> list[Scenario]:
-    """Scenarios by name or suite name, in registry order; unknown names raise ``KeyError``."""
-    registry = load_scenarios()
-    chosen: list[Scenario] = []
-    for name in names:
-        if name in registry:
-            found = [registry[name]]
-        else:
-            found = [s for s in registry.values() if name in s.suites]
-            if not found:
-                known = ", ".join(sorted({*registry, *(x for s in registry.values() for x in s.suites)}))
-                raise KeyError(f"no scenario or suite named {name!r} (known: {known})")
-        chosen += [s for s in found if s not in chosen]
-    return chosen
-
-
 class ScenarioRun:
     """The running scenario: steps, and helpers that bring the device to a known state."""
 

@@ -73,13 +73,3 @@ class UserVoice:
         mixed = _pad(muffled, 0.3, 0.2)
         mixed = mixed + rng.normal(0.0, noise, len(mixed)).astype(np.float32)
         return encode_wav(mixed.astype(np.float32), RATE)
-
-
-def noise_wav(seconds: float = 1.5, level: float = 0.1, seed: int = 3) -> bytes:
-    """Brown-ish room noise (no words) as WAV bytes."""
-    rng = np.random.default_rng(seed)
-    white = rng.normal(0.0, 1.0, int(seconds * RATE)).astype(np.float32)
-    walk = np.cumsum(white).astype(np.float64)
-    walk = walk - np.convolve(walk, np.ones(400) / 400, mode="same")
-    scaled = (walk / (np.max(np.abs(walk)) or 1.0) * level).astype(np.float32)
-    return encode_wav(_pad(scaled, 0.2, 0.2), RATE)

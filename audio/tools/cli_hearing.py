@@ -19,6 +19,7 @@ import numpy as np
 from audio.edges.wav import FloatArray
 from audio.hearing.cross_check import resolve_model_dir
 from audio.hearing.settings import HearingSettings
+from audio.hearing.speech_gate import SpeechGate
 from audio.hearing.wer import reference_words, word_errors
 from audio.hearing.whisper_stt import WhisperTranscriber
 from audio.tools.stt_clip import load_clip, transcribe_clip
@@ -65,6 +66,11 @@ def _settings(args: argparse.Namespace) -> HearingSettings:
     if args.cross_check_model is not None:
         changes["stt_cross_check_model"] = args.cross_check_model
     return replace(s, **changes)  # type: ignore[arg-type]
+
+
+def _gated(engine: WhisperTranscriber, settings: HearingSettings) -> SpeechGate[WhisperTranscriber]:
+    """``engine`` behind the speech gate, as the device runs it."""
+    return SpeechGate(engine, settings.tone_gate_share)
 
 
 def _load(settings: HearingSettings) -> WhisperTranscriber:
@@ -116,7 +122,7 @@ def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction)
 
 def _transcribe(args: argparse.Namespace) -> int:
     settings = _settings(args)
-    stt = _load(settings)
+    stt = _gated(_load(settings), settings)
     status = 0
     for path in args.files:
         try:
@@ -163,7 +169,7 @@ def _eval_confidence(args: argparse.Namespace) -> int:
         return 2
     settings = _settings(args)
     unreadable: list[Unreadable] = []
-    rows = evaluate_set(args.dir, _load(settings), settings, unreadable)
+    rows = evaluate_set(args.dir, _gated(_load(settings), settings), settings, unreadable)
     if args.rows:
         rows_to_jsonl(rows, args.rows)
     out = report(rows)
@@ -224,10 +230,12 @@ def _bench_stt(args: argparse.Namespace) -> int:
         # The same decode without the second recogniser: what the cross-check costs.
         plain = WhisperTranscriber(replace(settings, stt_cross_check_model="off"))
         plain._model, plain._tokenizer = stt.model, stt._tokenizer  # share the loaded model
-        paths[ours_label + " + cross-check"] = lambda a: stt.transcribe(a).text
-        paths[ours_label + ", no cross-check"] = lambda a: plain.transcribe(a).text
+        gated, gated_plain = _gated(stt, settings), _gated(plain, settings)
+        paths[ours_label + " + cross-check"] = lambda a: gated.transcribe(a).text
+        paths[ours_label + ", no cross-check"] = lambda a: gated_plain.transcribe(a).text
     else:
-        paths[ours_label] = lambda a: stt.transcribe(a).text
+        gated = _gated(stt, settings)
+        paths[ours_label] = lambda a: gated.transcribe(a).text
     n_ours = len(paths)
     # The baseline gets its own model with its own thread count: the plain library at its best
     # (its 30 s encoder gains from every core; our short decode is fastest on one).

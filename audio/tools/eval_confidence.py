@@ -36,7 +36,9 @@ from audio.hearing.confidence import (
     score,
 )
 from audio.hearing.cross_check import resolve_model_dir
+from audio.hearing.engine import Engine
 from audio.hearing.settings import HearingSettings
+from audio.hearing.speech_gate import SpeechGate
 from audio.hearing.wer import normalise_for_wer, reference_words, word_errors
 from audio.hearing.whisper_stt import WhisperTranscriber
 from audio.tools.stt_clip import load_clip, transcribe_clip
@@ -127,7 +129,7 @@ def read_clip(
 
 def evaluate_set(
     directory: Path,
-    transcriber: WhisperTranscriber,
+    transcriber: Engine,
     settings: HearingSettings,
     unreadable: list[Unreadable] | None = None,
 ) -> list[ClipRow]:
@@ -171,7 +173,7 @@ def speech_share(samples: np.ndarray, settings: HearingSettings) -> float:
 
 
 def evaluate_nonspeech_direct(
-    directory: Path, transcriber: WhisperTranscriber, settings: HearingSettings
+    directory: Path, transcriber: Engine, settings: HearingSettings
 ) -> list[ClipRow]:
     """Feed every non-speech clip straight to the STT (as if the VAD had let it through).
 
@@ -419,11 +421,11 @@ def _load_rows(
     results_direct_single.jsonl), so a cache without ``cross_*`` features is never taken for one
     with them."""
     suffix = "" if resolve_model_dir(settings.stt_cross_check_model) is not None else "_single"
-    transcriber: WhisperTranscriber | None = None
+    transcriber: Engine | None = None
     out: dict[Path, list[ClipRow]] = {}
     for d in dirs:
         rows: list[ClipRow] = []
-        jobs: list[tuple[str, Callable[[Path, WhisperTranscriber, HearingSettings], list[ClipRow]]]]
+        jobs: list[tuple[str, Callable[[Path, Engine, HearingSettings], list[ClipRow]]]]
         jobs = [(f"results{suffix}.jsonl", evaluate_set)]
         if direct:
             jobs.append((f"results_direct{suffix}.jsonl", evaluate_nonspeech_direct))
@@ -433,7 +435,7 @@ def _load_rows(
                 rows += rows_from_jsonl(cache)
                 continue
             if transcriber is None:
-                transcriber = WhisperTranscriber(settings)
+                transcriber = SpeechGate(WhisperTranscriber(settings), settings.tone_gate_share)
                 transcriber.load()
             got = run(d, transcriber, settings)
             rows_to_jsonl(got, cache)

@@ -9,11 +9,10 @@ from pathlib import Path
 import numpy as np
 
 from audio.edges.wav import FloatArray, WavError, load_audio
+from audio.hearing.engine import Engine, Transcription
 from audio.hearing.settings import HearingSettings
-from audio.hearing.stt import Transcription
 from audio.hearing.utterance_parts import join_transcriptions
 from audio.hearing.vad import UtteranceComplete, UtterancePart, UtteranceRejected, segment_audio
-from audio.hearing.whisper_stt import WhisperTranscriber
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -41,9 +40,7 @@ class ClipResult:
     rejected: tuple[str, ...]
 
 
-def transcribe_clip(
-    samples: FloatArray, transcriber: WhisperTranscriber, settings: HearingSettings
-) -> ClipResult:
+def transcribe_clip(samples: FloatArray, transcriber: Engine, settings: HearingSettings) -> ClipResult:
     """Segment ``samples`` like the Listener does and transcribe every utterance.
 
     Text is the utterances' (and long utterances' parts') texts joined; confidence is their

@@ -122,3 +122,45 @@ def check_levels(input_index: int, output_index: int | None) -> CheckResult:
         f"room {quiet_db:.0f} dBFS; the 1 kHz test tone was not heard ({tone_db:.0f} dBFS)",
         "turn the speaker volume up (`alsamixer`) or check the speaker and microphone are the ones in use",
     )
+
+
+def check_duplex(mode: str) -> CheckResult:
+    """Which echo handling runs (``hearing.echo_cancellation``) and why."""
+    name = "echo cancellation"
+    if mode == "off":
+        return CheckResult(
+            name, "note", "off: half duplex (the microphone is not heard while the robot speaks)"
+        )
+    if mode == "system":
+        return CheckResult(
+            name,
+            "note",
+            "system: the sound server cancels; hearing.input_device / speaking.output_device must be "
+            "its echo-cancel source and sink (docs/deploy.md)",
+        )
+    import time
+
+    import numpy as np
+
+    from audio.hearing.front_end import FRAME, EchoCanceller, FrontEndOptions, FrontEndUnavailable
+
+    try:
+        canceller = EchoCanceller(FrontEndOptions())
+        frame = np.zeros(FRAME, dtype=np.float32)
+        start = time.perf_counter()
+        for _ in range(100):
+            canceller.process(frame, frame)
+        ms = (time.perf_counter() - start) * 10.0
+    except (FrontEndUnavailable, RuntimeError) as err:
+        return CheckResult(
+            name,
+            "warn",
+            f"webrtc configured but unavailable, runs half duplex: {err}",
+            "install the canceller into the venv: pip install 'livekit>=1.2,<2'",
+        )
+    return CheckResult(
+        name,
+        "ok",
+        f"webrtc: WebRTC's canceller cleans the microphone ({ms:.2f} ms per 10 ms frame); "
+        "listening while speaking is not wired yet, so the device stays half duplex",
+    )

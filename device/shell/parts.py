@@ -7,8 +7,17 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from audio.edges.capture import AudioSource, SimulatedMicrophone, SoundDeviceMicrophone
-from audio.edges.sinks import make_sink
+from audio.edges.reference import ReferenceTap
+from audio.edges.sim_room import RoomEcho
+from audio.edges.sinks import StreamSink, make_sink
 from audio.events import EventSink
+from audio.hearing.front_end import (
+    FrontEnd,
+    FrontEndOptions,
+    FrontEndSource,
+    FrontEndUnavailable,
+    ResidualGate,
+)
 from audio.speaking.speaker import Speaker
 from device.config import Config
 from device.persistence import StateDir
@@ -20,14 +29,48 @@ _LOGGER = logging.getLogger(__name__)
 
 
 def make_source(config: Config) -> AudioSource:
-    """The simulated microphone in simulation, else the sounddevice microphone."""
+    """The simulated microphone in simulation (hearing the speaker through the simulated room
+    when ``sim_room.enabled``), else the sounddevice microphone; behind the echo canceller when
+    ``hearing.echo_cancellation = "webrtc"`` (if its library will not load: the plain microphone,
+    half duplex, with the reason logged)."""
+    hearing, room = config.hearing, config.sim_room
+    mic: SimulatedMicrophone | SoundDeviceMicrophone
     if config.device.simulate:
-        return SimulatedMicrophone(rate=config.hearing.sample_rate, block_ms=config.hearing.block_ms)
-    return SoundDeviceMicrophone(config.hearing)
+        echo = RoomEcho(room, hearing.sample_rate) if room.enabled else None
+        mic = SimulatedMicrophone(rate=hearing.sample_rate, block_ms=hearing.block_ms, echo=echo)
+    else:
+        mic = SoundDeviceMicrophone(hearing)
+    if hearing.echo_cancellation != "webrtc":
+        return mic
+    simulated_delay = round(room.delay_ms) if config.device.simulate and room.enabled else 0
+    options = FrontEndOptions(
+        noise_suppression=hearing.noise_suppression,
+        high_pass_filter=hearing.high_pass_filter,
+        echo_delay_ms=hearing.echo_delay_ms or simulated_delay,
+    )
+    try:
+        return FrontEndSource(mic, FrontEnd(options), gate=ResidualGate())
+    except FrontEndUnavailable as err:
+        _LOGGER.warning("echo cancellation off (half duplex): %s", err)
+        return mic
 
 
-def make_speaker(config: Config, state_dir: StateDir, emit: EventSink) -> Speaker:
-    """The speaking pipeline; in simulation the sink writes WAV files (or nothing)."""
+def reference_taps(source: AudioSource) -> list[ReferenceTap]:
+    """What ``source`` needs to hear of the speaker: the canceller's reference, the simulated room."""
+    taps: list[ReferenceTap] = []
+    if isinstance(source, FrontEndSource):
+        taps.append(source.front.reference)
+        source = source.inner  # type: ignore[assignment]
+    if isinstance(source, SimulatedMicrophone) and isinstance(source.echo, RoomEcho):
+        taps.append(source.echo.on_rendered)
+    return taps
+
+
+def make_speaker(
+    config: Config, state_dir: StateDir, emit: EventSink, source: AudioSource | None = None
+) -> Speaker:
+    """The speaking pipeline; in simulation the sink writes WAV files (or nothing). What ``source``
+    hears of the speaker (``reference_taps``) is tapped from the sink."""
     settings = config.speaking
     if config.device.simulate:
         if config.device.sim_speaker == "wav":
@@ -35,7 +78,11 @@ def make_speaker(config: Config, state_dir: StateDir, emit: EventSink) -> Speake
         else:
             settings = replace(settings, sink="null")
     # The daemon keeps running without its speaker and opens it once it is plugged in.
-    return Speaker(settings, make_sink(settings, wait_for_device=True), emit)
+    sink = make_sink(settings, wait_for_device=True)
+    if source is not None and isinstance(sink, StreamSink):
+        for tap in reference_taps(source):
+            sink.add_reference_tap(tap)
+    return Speaker(settings, sink, emit)
 
 
 def make_face(

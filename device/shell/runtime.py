@@ -396,7 +396,7 @@ class Runtime:
             return await self._abort_start(server, str(err))
         self.source = make_source(cfg)
         self.listener = Listener(cfg.hearing, self.source, self.transcriber, self._emit_audio)
-        self.speaker = make_speaker(cfg, self.state_dir, self._emit_audio)
+        self.speaker = make_speaker(cfg, self.state_dir, self._emit_audio, self.source)
         try:
             await self.speaker.start()
         except VoiceNotFound as err:  # a setting to fix, like a missing Whisper model

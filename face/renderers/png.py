@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import struct
 import zlib
 from pathlib import Path
@@ -11,8 +10,6 @@ import numpy as np
 
 from ..params import FaceParams
 from .raster import rasterise
-
-_LOGGER = logging.getLogger(__name__)
 
 
 def png_bytes(rgb: np.ndarray) -> bytes:
@@ -62,27 +59,3 @@ def render_png(params: FaceParams, path: str | Path, size: tuple[int, int] = (48
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(png_bytes(rasterise(params, size[0], size[1], supersample=2)))
     return out
-
-
-class PngRenderer:
-    """Renderer that keeps the latest frame and writes it to ``path`` on ``save()`` or ``close()``."""
-
-    def __init__(self, path: str | Path, size: tuple[int, int] = (480, 320)) -> None:
-        self._path = Path(path)
-        self._size = size
-        self._last: FaceParams | None = None
-
-    def render(self, params: FaceParams) -> None:
-        """Remember the frame (cheap); nothing is drawn until ``save``."""
-        self._last = params
-
-    def save(self) -> Path | None:
-        """Write the latest frame to the PNG file."""
-        if self._last is None:
-            return None
-        return render_png(self._last, self._path, self._size)
-
-    def close(self) -> None:
-        """Write the latest frame."""
-        if self.save() is not None:
-            _LOGGER.info("face snapshot written to %s", self._path)

@@ -375,3 +375,49 @@ def test_cross_validation_uses_the_cross_check_when_rows_have_it() -> None:
     with_check = cross_validate(train, held)["pooled"]["auroc_speech"]
     without = cross_validate(train, held, cross=False)["pooled"]["auroc_speech"]
     assert with_check > 0.95 and without < 0.75
+
+
+def test_confidence_features_of_a_decode() -> None:
+    from audio.hearing.cross_check import Agreement
+    from audio.hearing.transcript_checks import NBest
+    from audio.hearing.whisper_decode import Decode, DecodeContext, confidence_features, cross_checked
+
+    nan = float("nan")
+    d = Decode(
+        tokens=[1, 2, 3],
+        text=" Bye bye.",
+        avg_logprob=-0.3,
+        token_probs=[0.9, 0.4, 0.8],
+        token_margins=[3.0, 1.0, 2.0],
+        token_entropies=[0.1, 0.9, 0.2],
+        no_speech_prob=0.05,
+        token_any_spelling=[0.95, nan, 0.5],
+        compression_ratio=1.1,
+        looped=False,
+        repeated=False,
+    )
+    ctx = DecodeContext(
+        fallbacks=1,
+        speech_ratio=0.7,
+        level_db=-30.0,
+        audio_s=1.2,
+        nbest=NBest(0.6, 0.8),
+        changed_by_beam=True,
+        voice_prob=0.9,
+    )
+    f = confidence_features(d, [0.9, 0.32], ctx)
+    assert (f.min_token_prob, f.first_token_prob) == (0.4, 0.9)
+    assert (f.first_word_any_spelling, f.min_word_any_spelling) == (0.95, 0.5)  # NaN: not a word
+    assert (f.min_token_margin, f.mean_token_margin) == (1.0, pytest.approx(2.0))
+    assert (f.max_token_entropy, f.mean_token_entropy) == (0.9, pytest.approx(0.4))
+    assert (f.mean_word_prob, f.min_word_prob) == (pytest.approx(0.61), 0.32)
+    assert f.n_words == 2 and f.repeated_words and f.filler and not f.cross_checked  # "bye bye" is one
+    assert (f.nbest_posterior, f.nbest_word_agreement, f.changed_by_beam, f.fallbacks) == (0.6, 0.8, True, 1)
+    # A decode whose per-token figures are missing gets the neutral defaults; no words count as 0.
+    bare = confidence_features(Decode([], "Hm.", -1.0, [], [], [], 0.2, [], 0.9, False, False), [], ctx)
+    assert (bare.min_token_prob, bare.min_token_margin, bare.max_token_entropy) == (1.0, 20.0, 0.0)
+    assert (bare.min_word_any_spelling, bare.mean_word_prob) == (1.0, 0.0)
+    agreed = cross_checked(f, Agreement(word_disagreement=0.5, exact=False, char_similarity=0.7))
+    assert (
+        agreed.cross_checked and agreed.cross_word_disagreement == 0.5 and agreed.cross_char_similarity == 0.7
+    )

@@ -52,7 +52,13 @@ def test_transcribes_real_and_generated_speech(
     moonshine: MoonshineRecogniser, hearing_say: Callable[[str], FloatArray]
 ) -> None:
     jfk = moonshine.transcribe(load_clip(HEARING_SPEECH_DIR / "jfk" / "jfk.flac")[: 16000 * 8])
-    assert agreement("And so my fellow Americans, ask not what your country can do for you", jfk).exact
+    # Bounds, not one exact output: an int8 model's words may differ across CPUs and library versions.
+    assert (
+        agreement(
+            "And so my fellow Americans, ask not what your country can do for you", jfk
+        ).word_disagreement
+        <= 0.15
+    )
     said = moonshine.transcribe(hearing_say("Turn on the lights in the kitchen."))
     assert agreement("Turn on the lights in the kitchen.", said).word_disagreement <= 0.15
     assert moonshine.transcribe(hearing_silence(1.0)) == ""
@@ -74,7 +80,7 @@ def test_transcripts_carry_the_cross_check_and_off_turns_it_off(
     audio = hearing_say("What time is it?")
     checked = hearing_transcriber.transcribe(audio)
     assert checked.features is not None and checked.features.cross_checked
-    assert checked.features.cross_exact and checked.confidence >= 0.4
+    assert checked.features.cross_word_disagreement <= 0.25 and checked.confidence >= 0.4  # 1 word in 4
     off = WhisperTranscriber(replace(HearingSettings(), stt_cross_check_model="off"))
     off.load()
     plain = off.transcribe(audio)

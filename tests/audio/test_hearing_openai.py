@@ -13,6 +13,7 @@ from aiohttp import web
 
 from audio.edges.wav import decode_wav
 from audio.hearing.settings import HearingSettings
+from audio.hearing.speech_gate import SpeechGate
 from audio.hearing.stt import make_transcriber
 from audio.hearing.stt_openai import OpenAITranscriber, confidence_from_response
 
@@ -75,7 +76,7 @@ async def test_confidence_from_provider(
     url, seen = hearing_openai_server
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     stt = make_transcriber(settings(url, model))
-    assert isinstance(stt, OpenAITranscriber)
+    assert isinstance(stt, SpeechGate) and isinstance(stt.engine, OpenAITranscriber)
     stt.load()
     res = await asyncio.to_thread(stt.transcribe, np.zeros(16000, np.float32))
     assert res.text == "Hello there."
@@ -91,6 +92,21 @@ async def test_http_error_raises(hearing_openai_server: tuple[str, list[dict[str
     stt.load()
     with pytest.raises(Exception, match="model exploded"):
         await asyncio.to_thread(stt.transcribe, np.zeros(1600, np.float32))
+
+
+async def test_a_beep_never_reaches_the_endpoint(
+    hearing_openai_server: tuple[str, list[dict[str, Any]]],
+) -> None:
+    # The speech gate stands in front of every engine, the remote one too.
+    url, seen = hearing_openai_server
+    stt = make_transcriber(settings(url, "whisper-1"))
+    stt.load()
+    t = np.arange(16000) / 16000
+    beep = (0.3 * np.sin(2 * np.pi * 1000.0 * t)).astype(np.float32)
+    res = await asyncio.to_thread(stt.transcribe, beep)
+    assert res.text == "" and res.confidence == 0.0 and res.language == "en" and seen == []
+    noise = np.random.default_rng(1).standard_normal(16000).astype(np.float32) * 0.03
+    assert (await asyncio.to_thread(stt.transcribe, noise)).text == "Hello there." and len(seen) == 1
 
 
 def test_confidence_is_never_exactly_zero_when_computed() -> None:

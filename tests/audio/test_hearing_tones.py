@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 from audio.edges.wav import FloatArray
+from audio.hearing.engine import Transcription
 from audio.hearing.settings import HearingSettings
+from audio.hearing.speech_gate import SpeechGate
 from audio.hearing.tones import is_pure_tone, tone_share
 from audio.hearing.whisper_stt import WhisperTranscriber
 from audio.tools.stt_clip import load_clip, transcribe_clip
@@ -55,10 +57,25 @@ def test_real_and_synthetic_speech_is_never_a_tone(
 
 @pytest.mark.parametrize("freqs", [[1000.0], [440.0], [2600.0]])
 def test_a_beep_gets_no_transcript(
-    freqs: list[float], hearing_transcriber: WhisperTranscriber, hearing_settings: HearingSettings
+    freqs: list[float],
+    hearing_transcriber: WhisperTranscriber,
+    hearing_settings: HearingSettings,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    gated = SpeechGate(hearing_transcriber, hearing_settings.tone_gate_share)
+    reached: list[int] = []
+    decode = hearing_transcriber.transcribe
+
+    def engine(samples: FloatArray, speech_ratio: float | None = None) -> Transcription:
+        reached.append(len(samples))
+        return decode(samples, speech_ratio)
+
+    monkeypatch.setattr(hearing_transcriber, "transcribe", engine)
     beep = np.concatenate([hearing_silence(0.3), tone(freqs, 0.8), hearing_silence(0.9)])
-    direct = hearing_transcriber.transcribe(beep, speech_ratio=1.0)
+    direct = gated.transcribe(beep, speech_ratio=1.0)
     assert direct.text == "" and direct.confidence == 0.0 and direct.features is None
-    assert direct.audio_ms == round(len(beep) * 1000 / RATE)
-    assert transcribe_clip(beep, hearing_transcriber, hearing_settings).text == ""
+    assert direct.audio_ms == round(len(beep) * 1000 / RATE) and direct.language == "en"
+    assert transcribe_clip(beep, gated, hearing_settings).text == ""
+    assert reached == []  # the engine never saw the beep
+    gated.transcribe(hearing_noise(1.0, -30.0))
+    assert reached == [RATE]  # what may be speech goes through

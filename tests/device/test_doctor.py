@@ -122,7 +122,7 @@ def test_cross_check_model_runs_or_says_how_to_fix(tmp_path: Path) -> None:
     assert deep.status == "ok" and "loads and runs" in deep.detail
     missing = check_cross_check_model(str(tmp_path), deep=False)
     assert missing.status == "fail" and "encoder_model.onnx" in missing.detail
-    assert "python -m audio.fetch_models" in missing.fix
+    assert "audio.fetch_models" in missing.fix
     off = check_cross_check_model("off", deep=True)
     assert off.status == "ok" and off.detail.startswith("off")
 

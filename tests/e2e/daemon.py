@@ -71,6 +71,14 @@ class DeviceDaemon:
         time.sleep(0.2)
         self.start()
 
+    def wait_ready(self, timeout: float = 120.0) -> None:
+        """Block until the daemon logged that its models are loaded (the status is online before)."""
+        deadline = time.monotonic() + timeout
+        while "Ready: models loaded" not in self.log(tail=10_000):
+            if not self.running or time.monotonic() > deadline:
+                raise AssertionError(f"daemon {self.device_id} never became ready:\n{self.log()}")
+            time.sleep(0.1)
+
     def log(self, tail: int = 60) -> str:
         """The last ``tail`` lines of the daemon's output."""
         try:

@@ -8,7 +8,8 @@ import pytest
 
 from agent_link.harness.client import AgentHarness
 from agent_link.harness.runner import voice_mumbler, voice_speaker
-from agent_link.harness.scenario import ScenarioContext, run_scenario, select, summary
+from agent_link.harness.scenario import ScenarioContext, run_scenario, summary
+from agent_link.harness.scenarios import select
 from agent_link.harness.user_voice import UserVoice
 from tests.e2e.daemon import DeviceDaemon
 

@@ -22,6 +22,8 @@ async def test_two_simulated_devices_share_a_broker(mosquitto: Mosquitto, tmp_pa
         ):
             await one.wait_status(online=True, timeout=120)
             await two.wait_status(online=True, timeout=120)
+            for d in devices:  # online comes before the models are loaded; taps wait for them
+                await asyncio.to_thread(d.wait_ready)
             await one.sim_tap()
             await one.wait_for("wake", 10)
             await one.say("Hello one.")

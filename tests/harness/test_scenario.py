@@ -13,9 +13,9 @@ from agent_link.harness.scenario import (
     ScenarioContext,
     ScenarioRun,
     run_scenario,
-    select,
     summary,
 )
+from agent_link.harness.scenarios import select
 from tests.broker import Mosquitto
 
 

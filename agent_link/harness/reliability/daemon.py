@@ -132,7 +132,7 @@ class DaemonProcess:
     async def wait_ready(self, timeout: float = 90.0) -> float:
         """Wait until this start logged "Ready:" (models loaded); returns seconds waited."""
         t0 = time.monotonic()
-        await self.wait_log(r"device\.(?:shell\.)?runtime: Ready:", self.starts, timeout)
+        await self.wait_log(r"INFO +device\.\S+: Ready:", self.starts, timeout)
         return time.monotonic() - t0
 
     async def wait_log(self, pattern: str, count: int = 1, timeout: float = 30.0) -> None:

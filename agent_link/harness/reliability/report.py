@@ -9,7 +9,7 @@ from typing import Protocol
 
 from agent_link.harness.reliability.daemon import DaemonProcess
 
-_STORED = re.compile(r"device\.(?:shell\.)?runtime: → (\w+) #(\d+)")
+_STORED = re.compile(r"INFO +device\.\S+: → (\w+) #(\d+)")
 _BOOT = re.compile(r"device (\S+) boot (\d+)")
 
 

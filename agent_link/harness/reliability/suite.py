@@ -139,7 +139,7 @@ class FaultRunner:
         self.harness.mark()
         say = await self.harness.say(LONG_REPLY)
         await self.harness.wait_for("playback_started", timeout=30, say=say)
-        connects = self.daemon.count(r"agent_link\.link(?:\.mqtt_link)?: Connected to")
+        connects = self.daemon.count(r"INFO +agent_link\.\S+: Connected to")
         if kill:
             self.broker.kill()
         else:
@@ -148,9 +148,7 @@ class FaultRunner:
         await asyncio.sleep(down_s)
         t0 = time.monotonic()
         self.broker.start()
-        await self.daemon.wait_log(
-            r"agent_link\.link(?:\.mqtt_link)?: Connected to", connects + 1, timeout=90
-        )
+        await self.daemon.wait_log(r"INFO +agent_link\.\S+: Connected to", connects + 1, timeout=90)
         self.report.timing("broker back → device reconnected", time.monotonic() - t0)
         await self.harness.wait_connected(timeout=30)
         await self.harness.wait_for("playback_finished", timeout=60, say=say)

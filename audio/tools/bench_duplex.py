@@ -1,0 +1,530 @@
+"""``robot-face bench duplex``: the echo canceller and the barge-in guard in the simulated room.
+
+Offline and deterministic (no real-time clock): the project's own Piper replies are the far end,
+played through ``audio.edges.sim_room.SimRoom`` at delays 10-120 ms, echo levels 0/-6/-12 dB and
+reverb tails 0.15-0.6 s; real recorded speech (``/work/shared/data/speech`` or ``--speech``) is
+the user. The front end (``audio.hearing.front_end.FrontEnd``, WebRTC's APM from ``livekit``) gets
+the reference with its play times and the microphone with its capture times, exactly as at run
+time. Printed side by side:
+
+- ERLE (dB) on echo-only stretches (10·log10 of the echo's energy at the microphone over what is left);
+- false barge-ins per 100 replies (no user speaking: an utterance start by the runtime's VAD path --
+  ``SpeechDetector`` + ``Endpointer`` -- on the cleaned signal), for the raw microphone (half duplex
+  would have to discard it), the full canceller and one limited to about 6 dB (part of the raw echo
+  mixed back), each with the plain VAD, with the stricter start while playing (``barge_in_speech_ms``)
+  and with that plus the residual-echo check (``audio.hearing.echo_tail.EchoGuard``);
+- barge-in detection: the share of user onsets (user at ``--user-db`` re the reply's level at the
+  speaker) reported within 300 ms, and the onset → start latency;
+- WER of the user's words over the echo vs the same words alone (faster-whisper, the project's
+  transcriber);
+- CPU per 10 ms frame of the front end (thread time) and the share of one core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import math
+import statistics
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from audio.edges.sim_room import SimRoom, SimRoomSettings
+from audio.edges.wav import FloatArray, load_audio
+from audio.hearing.echo_tail import EchoGuard
+from audio.hearing.front_end import RATE, FrontEnd, FrontEndOptions, ResidualGate
+from audio.hearing.settings import HearingSettings
+from audio.hearing.vad import Endpointer, SpeechDetector, UtteranceBegan, frame_level_db
+
+SPEECH_DIR = Path("/work/shared/data/speech")
+REPLIES: tuple[str, ...] = (
+    "Okay, here is the plan for today. First we water the plants on the balcony, because they "
+    "looked a little thirsty yesterday.",
+    "Then we can read the next chapter of your book together, the one with the lighthouse.",
+    "After lunch, if the weather stays nice, we could go for a walk in the park and feed the ducks.",
+    "Let me tell you a story. Once upon a time there was a little robot who loved to count the stars.",
+    "Great job! You remembered all five cards. Shall we try a harder round with six cards now?",
+    "In the evening, I will remind you to call your sister, and we can look at the photos she sent.",
+)
+DELAYS_MS = (10.0, 40.0, 80.0, 120.0)
+ECHO_DBS = (0.0, -6.0, -12.0)
+RT60S = (0.15, 0.3, 0.6)
+GUARDS = ("vad", "residual", "gate", "strict", "strict+gate")
+GUARD = "gate"
+"""The guard the device uses while it plays (the one whose detections duck the reply here)."""
+VOLUME = 0.8
+"""The speaker's default volume (``speaking.volume``)."""
+NOISE_DB = -65.0
+"""The simulated microphone's noise floor (dBFS)."""
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One simulated room."""
+
+    delay_ms: float
+    echo_db: float
+    rt60_s: float
+
+    def room(self) -> SimRoomSettings:
+        """The room's settings (defaults for the rest)."""
+        return SimRoomSettings(delay_ms=self.delay_ms, echo_db=self.echo_db, rt60_s=self.rt60_s)
+
+
+def conditions() -> list[Condition]:
+    """Every delay x echo level x reverb tail."""
+    return [Condition(d, e, r) for d, e, r in itertools.product(DELAYS_MS, ECHO_DBS, RT60S)]
+
+
+def echo_of(far: FloatArray, far_rate: int, room: SimRoomSettings) -> FloatArray:
+    """What the microphone (16 kHz) hears of ``far`` played from t = 0 (as long as ``far`` + 1 s)."""
+    padded = np.concatenate([far, np.zeros(far_rate, dtype=np.float32)])
+    sim = SimRoom(room, far_rate, RATE)
+    block = far_rate // 10
+    out = np.concatenate([sim.process(padded[i : i + block]) for i in range(0, len(padded), block)])
+    want = int(len(padded) * RATE / far_rate)
+    return np.pad(out, (0, max(0, want - len(out))))[:want]
+
+
+def cancel(
+    far: FloatArray, far_rate: int, mic: FloatArray, options: FrontEndOptions
+) -> tuple[FloatArray, FrontEnd]:
+    """Run the front end as at run time: reference blocks (10 ms) with play times from t = 0, rendered
+    30 ms ahead; microphone blocks (30 ms) with capture times from t = 0. Output aligned with ``mic``."""
+    front = FrontEnd(options)
+    ref_block, mic_block = far_rate // 100, RATE * 30 // 1000
+    far = np.concatenate(
+        [far, np.zeros(max(0, int(len(mic) * far_rate / RATE) - len(far) + far_rate), np.float32)]
+    )
+    pushed, out = 0, []
+    for start in range(0, len(mic), mic_block):
+        t = start / RATE
+        while pushed * ref_block / far_rate <= t + 0.06:
+            front.reference(
+                far[pushed * ref_block : (pushed + 1) * ref_block].copy(),
+                pushed * ref_block / far_rate,
+                far_rate,
+            )
+            pushed += 1
+        out.append(front.process(mic[start : start + mic_block], t))
+    cleaned = np.concatenate(out)
+    return np.pad(cleaned, (0, len(mic) - len(cleaned))), front
+
+
+def erle_db(echo: FloatArray, residual: FloatArray, skip_s: float = 1.0) -> float:
+    """ERLE on an echo-only stretch after ``skip_s`` of convergence (frames where the echo is heard)."""
+    s = int(skip_s * RATE)
+    e, r = echo[s:].astype(np.float64), residual[s:].astype(np.float64)
+    return 10 * math.log10(max(float(np.sum(e**2)), 1e-12) / max(float(np.sum(r**2)), 1e-12))
+
+
+def starts(
+    signal: FloatArray,
+    raw: FloatArray,
+    far16: FloatArray,
+    guard: str,
+    settings: HearingSettings,
+    start: float = 0.0,
+    end: float | None = None,
+) -> list[float]:
+    """Times (s, when reported) of utterance starts by the VAD path on ``signal[start:end]`` (its own
+    fresh VAD state, as after the device started listening) under ``guard``."""
+    lo, hi = int(start * RATE), None if end is None else int(end * RATE)
+    found = _starts(signal[lo:hi], raw[lo:hi], far16[lo:hi], guard, settings)
+    return [t + lo / RATE for t in found]
+
+
+def gate_residual(raw: FloatArray, cleaned: FloatArray, far16: FloatArray, block: int = 480) -> FloatArray:
+    """``cleaned`` through a fresh ``ResidualGate``, block by block (30 ms, as the microphone delivers)."""
+    gate = ResidualGate()
+    parts = [
+        gate.apply(raw[i : i + block], cleaned[i : i + block], far16[i : i + block])
+        for i in range(0, len(cleaned), block)
+    ]
+    return np.concatenate(parts) if parts else cleaned
+
+
+def _starts(
+    signal: FloatArray, raw: FloatArray, far16: FloatArray, guard: str, settings: HearingSettings
+) -> list[float]:
+    if guard.startswith("strict"):
+        window = max(settings.start_window_ms, settings.barge_in_speech_ms + 60)
+        settings = replace(settings, start_window_ms=window, start_speech_ms=settings.barge_in_speech_ms)
+    if guard.endswith("gate"):  # the residual-echo gate on the audio (FrontEndSource), then the VAD
+        signal = gate_residual(raw, signal, far16)
+    detector, endpointer = SpeechDetector(settings), Endpointer(settings)
+    echo_guard = EchoGuard() if guard.endswith("residual") else None
+    n = settings.sample_rate * settings.block_ms // 1000
+    found: list[float] = []
+    for i in range(0, len(signal) - n + 1, n):
+        frame = signal[i : i + n]
+        speech = detector.is_speech(frame)
+        if echo_guard is not None:
+            speech = echo_guard.allows(
+                speech,
+                frame_level_db(raw[i : i + n]),
+                frame_level_db(frame),
+                frame_level_db(far16[i : i + n]),
+            )
+        for event in endpointer.process(frame, speech):
+            if isinstance(event, UtteranceBegan):
+                found.append((i + n) / RATE)
+    return found
+
+
+@dataclass
+class Reply:
+    """A synthesised reply at the speaker (volume applied) and at 16 kHz for the level checks."""
+
+    text: str
+    audio: FloatArray
+    rate: int
+    far16: FloatArray
+
+
+def synthesise_replies(count: int) -> list[Reply]:
+    """The project's own Piper voice saying ``REPLIES`` (cycled to ``count`` distinct texts)."""
+    from audio.edges.wav import resample
+    from audio.speaking.tts import load_voice
+
+    voice = load_voice(threads=1)
+    replies = []
+    for text in REPLIES[: max(1, count)]:
+        syn = voice.synthesize(text)
+        audio = (syn.audio * VOLUME).astype(np.float32)
+        replies.append(Reply(text, audio, syn.rate, resample(audio, syn.rate, RATE)))
+    return replies
+
+
+def _rms_db(x: FloatArray) -> float:
+    active = x[np.abs(x) > 1e-4]
+    return frame_level_db(active) if len(active) else -120.0
+
+
+def _noise(n: int, seed: int) -> FloatArray:
+    return (np.random.default_rng(seed).standard_normal(n) * 10 ** (NOISE_DB / 20)).astype(np.float32)
+
+
+def _limited(cleaned: FloatArray, echo: FloatArray, limit_db: float) -> FloatArray:
+    """A canceller that removes only about ``limit_db``: part of the raw echo mixed back in."""
+    return (cleaned + echo * 10 ** (-limit_db / 20)).astype(np.float32)
+
+
+@dataclass
+class EchoFigures:
+    """Per canceller variant: ERLE values and false starts per guard."""
+
+    erle: dict[str, list[float]]
+    false_starts: dict[tuple[str, str], int]
+    replies: int
+    cpu_ms: list[float]
+    cold_starts: dict[tuple[str, str], int] = field(default_factory=dict)
+    """Starts during the reply right after the canceller started (per variant and guard)."""
+
+    def __post_init__(self) -> None:
+        self.cold_starts = dict.fromkeys(self.false_starts, 0)
+
+
+def run_echo_only(
+    replies: list[Reply], per_condition: int, limit_db: float, settings: HearingSettings
+) -> EchoFigures:
+    """Every condition x ``per_condition`` replies with nobody speaking. Each measured reply follows
+    another one (the canceller runs all the time on the device); utterance starts during that first
+    reply, right after the canceller started, are counted apart (``cold_starts``)."""
+    variants = ("raw", "full", f"limited {limit_db:.0f} dB")
+    figures = EchoFigures({v: [] for v in variants}, {(v, g): 0 for v in variants for g in GUARDS}, 0, [])
+    reply_cycle = itertools.cycle(replies)
+    for k, cond in enumerate(conditions()):
+        for _ in range(per_condition):
+            prev, reply = next(reply_cycle), next(reply_cycle)
+            far = np.concatenate([prev.audio, reply.audio])
+            lead = len(prev.far16) / RATE
+            echo = echo_of(far, reply.rate, cond.room())
+            mic = echo + _noise(len(echo), seed=k)
+            cleaned, front = cancel(far, reply.rate, mic, FrontEndOptions(echo_delay_ms=int(cond.delay_ms)))
+            # nobody speaks: everything left is residual echo (+ noise)
+            signals = {"raw": mic, "full": cleaned, variants[2]: _limited(cleaned, echo, limit_db)}
+            far16 = far_at_16k(far, reply.rate, len(mic))
+            for name, sig in signals.items():
+                if name != "raw":
+                    figures.erle[name].append(erle_db(echo[int(lead * RATE) :], sig[int(lead * RATE) :], 0.0))
+                for guard in GUARDS:
+                    figures.false_starts[(name, guard)] += len(starts(sig, mic, far16, guard, settings, lead))
+                    figures.cold_starts[(name, guard)] += len(
+                        starts(sig, mic, far16, guard, settings, 0.0, lead)
+                    )
+            figures.cpu_ms.append(front.stats.cpu_per_frame_ms)
+            figures.replies += 1
+    return figures
+
+
+def _user_clips(speech_dir: Path) -> list[tuple[FloatArray, str]]:
+    """Recorded speech with its words: the FSDD digits of two speakers (jackson, nicolas)."""
+    clips = []
+    manifest = speech_dir / "manifest.tsv"
+    for line in manifest.read_text().splitlines()[1:]:
+        rel, words, kind, *_ = line.split("\t")
+        if (
+            kind == "speech"
+            and rel.startswith("fsdd/")
+            and "theo" not in rel
+            and rel.endswith(("_0.wav", "_1.wav"))
+        ):
+            clips.append((load_audio(speech_dir / rel, RATE), words))
+    if not clips:
+        raise FileNotFoundError(f"no FSDD speech clips listed in {manifest}")
+    return clips
+
+
+def _onset(clip: FloatArray) -> int:
+    """First sample of a 10 ms frame within 30 dB of the clip's loudest frame."""
+    frames = [frame_level_db(clip[i : i + 160]) for i in range(0, len(clip) - 159, 160)]
+    peak = max(frames)
+    return 160 * next(i for i, db in enumerate(frames) if db >= peak - 30.0)
+
+
+@dataclass
+class BargeInFigures:
+    """Per guard: detection latencies (None = missed) and false starts before the user spoke."""
+
+    latencies: dict[str, list[float | None]]
+    early: dict[str, int]
+
+
+def duck(far: FloatArray, rate: int, from_s: float | None, db: float) -> FloatArray:
+    """``far`` ducked by ``db`` from ``from_s`` on (a 20 ms ramp); unchanged for None."""
+    if from_s is None or db == 0.0:
+        return far
+    gain = np.ones(len(far), dtype=np.float32)
+    at, ramp = int(from_s * rate), int(0.02 * rate)
+    low = 10 ** (db / 20)
+    gain[at : at + ramp] = np.linspace(1.0, low, len(gain[at : at + ramp]))
+    gain[at + ramp :] = low
+    return (far * gain).astype(np.float32)
+
+
+@dataclass
+class Trial:
+    """A user speaking over a reply the canceller has been hearing for a while (the previous one)."""
+
+    far: FloatArray
+    rate: int
+    cond: Condition
+    user: FloatArray
+    at: int
+    """Microphone sample where the user's clip starts."""
+    lead: float = 0.0
+    """Seconds of the reply before (the canceller warming up); listening is counted from there."""
+
+    def mic(self, far: FloatArray, seed: int) -> tuple[FloatArray, FloatArray]:
+        """(microphone, its echo) with ``far`` (maybe ducked) playing."""
+        echo = echo_of(far, self.rate, self.cond.room())
+        mic = echo + _noise(len(echo), seed)
+        mic[self.at : self.at + len(self.user)] += self.user[: len(mic) - self.at]
+        return mic, echo
+
+
+def _trial(
+    replies: list[Reply], k: int, cond: Condition, clip: FloatArray, user_db: float, rng: np.random.Generator
+) -> Trial:
+    prev, reply = replies[(k + 1) % len(replies)], replies[k % len(replies)]
+    far = np.concatenate([prev.audio, reply.audio])
+    lead = len(prev.far16) / RATE
+    gain = 10 ** ((_rms_db(reply.far16) + user_db - _rms_db(clip)) / 20)
+    at = int((lead + rng.uniform(0.5, max(0.6, len(reply.far16) / RATE - 1.5))) * RATE)
+    return Trial(far, reply.rate, cond, (clip * gain).astype(np.float32), at, lead)
+
+
+def run_barge_in(
+    replies: list[Reply],
+    clips: list[tuple[FloatArray, str]],
+    trials: int,
+    user_db: float,
+    settings: HearingSettings,
+) -> BargeInFigures:
+    """User clips at ``user_db`` re the reply's level at the speaker, over replies in rooms at -6 dB."""
+    figures = BargeInFigures({g: [] for g in GUARDS}, {g: 0 for g in GUARDS})
+    rooms = [c for c in conditions() if c.echo_db == -6.0]
+    rng = np.random.default_rng(11)
+    for k in range(trials):
+        clip, _ = clips[k % len(clips)]
+        trial = _trial(replies, k, rooms[k % len(rooms)], clip, user_db, rng)
+        mic, _ = trial.mic(trial.far, seed=100 + k)
+        cleaned, _ = cancel(
+            trial.far, trial.rate, mic, FrontEndOptions(echo_delay_ms=int(trial.cond.delay_ms))
+        )
+        far16 = far_at_16k(trial.far, trial.rate, len(mic))
+        onset = (trial.at + _onset(clip)) / RATE
+        for guard in GUARDS:
+            found = starts(cleaned, mic, far16, guard, settings, trial.lead)
+            figures.early[guard] += sum(1 for t in found if t < onset - 0.05)
+            after = [t - onset for t in found if t >= onset - 0.05]
+            figures.latencies[guard].append(after[0] if after and after[0] < 1.5 else None)
+    return figures
+
+
+def far_at_16k(far: FloatArray, rate: int, n: int) -> FloatArray:
+    from audio.edges.wav import resample
+
+    f = resample(far, rate, RATE)
+    return np.pad(f, (0, max(0, n - len(f))))[:n]
+
+
+def _sentence(speech_dir: Path) -> tuple[FloatArray, str]:
+    """A real spoken sentence with its words: the JFK excerpt (11 s, 22 words)."""
+    from audio.tools.stt_clip import load_clip
+
+    for line in (speech_dir / "manifest.tsv").read_text().splitlines()[1:]:
+        rel, words, *_ = line.split("\t")
+        if rel.startswith("jfk/"):
+            return load_clip(speech_dir / rel, RATE), words
+    raise FileNotFoundError(f"no jfk clip listed in {speech_dir / 'manifest.tsv'}")
+
+
+def run_wer(
+    replies: list[Reply],
+    sentence: tuple[FloatArray, str],
+    user_db: float,
+    rooms: int,
+    settings: HearingSettings,
+) -> tuple[float, float, float, int]:
+    """WER (%) of a recorded sentence spoken over replies (the first one heard before it): cleaned
+    with the reply ducked from the guard's detection on (as the device does), cleaned without
+    ducking, and the sentence alone; and the number of words."""
+    from audio.hearing.stt import make_transcriber
+    from audio.hearing.wer import reference_words, word_errors
+
+    stt = make_transcriber(HearingSettings(stt_cross_check_model="off"))
+    stt.load()
+    errors = {"ducked": 0, "over": 0, "alone": 0}
+    words = 0
+    audio, text = sentence
+    room_list = [c for c in conditions() if c.echo_db >= -6.0][:: max(1, 24 // max(1, rooms))][:rooms]
+    for k, cond in enumerate(room_list):
+        order = [replies[(k + j) % len(replies)] for j in range(len(replies))]
+        far = np.concatenate([r.audio for r in order])
+        gain = 10 ** ((_rms_db(order[1].far16) + user_db - _rms_db(audio)) / 20)
+        lead = len(order[0].far16) / RATE
+        user = (audio * gain).astype(np.float32)
+        trial = Trial(far, order[0].rate, cond, user, int((lead + 0.5) * RATE), lead)
+        mic, _ = trial.mic(trial.far, seed=300 + k)
+        options = FrontEndOptions(echo_delay_ms=int(cond.delay_ms))
+        over, _ = cancel(trial.far, trial.rate, mic, options)
+        far16 = far_at_16k(trial.far, trial.rate, len(mic))
+        found = [t for t in starts(over, mic, far16, GUARD, settings, lead) if t * RATE >= trial.at]
+        ducked_far = duck(trial.far, trial.rate, found[0] if found else None, settings.duck_db)
+        ducked, _ = cancel(ducked_far, trial.rate, trial.mic(ducked_far, seed=300 + k)[0], options)
+        span = slice(trial.at - RATE // 4, trial.at + len(trial.user) + RATE // 4)
+        alone = np.concatenate([np.zeros(RATE // 4, np.float32), trial.user, np.zeros(RATE // 4, np.float32)])
+        alone = alone + _noise(len(alone), seed=400 + k)
+        for name, sig in (("ducked", ducked[span]), ("over", over[span]), ("alone", alone)):
+            errors[name] += word_errors(text, stt.transcribe(sig).text)
+        words += reference_words(text)
+    return (
+        100.0 * errors["ducked"] / words,
+        100.0 * errors["over"] / words,
+        100.0 * errors["alone"] / words,
+        words,
+    )
+
+
+def _pct(values: list[float | None], within: float) -> float:
+    return 100.0 * sum(1 for v in values if v is not None and v <= within) / max(1, len(values))
+
+
+def _median_ms(values: list[float | None]) -> str:
+    hit = [v for v in values if v is not None]
+    return f"{1000 * statistics.median(hit):.0f}" if hit else "-"
+
+
+def print_tables(
+    echo: EchoFigures,
+    barge: BargeInFigures,
+    wer: tuple[float, float, float, int] | None,
+    barge_db: float = -6.0,
+    barge_ms: int = 250,
+) -> None:
+    """The benchmark's tables."""
+    print(
+        f"\nEcho only: {echo.replies} replies over {len(conditions())} rooms "
+        f"(delays {', '.join(f'{d:.0f}' for d in DELAYS_MS)} ms; echo {', '.join(f'{e:.0f}' for e in ECHO_DBS)} dB; "
+        f"RT60 {', '.join(f'{r}' for r in RT60S)} s)"
+    )
+    print(
+        f"{'canceller':<16}{'ERLE median':>12}{'ERLE min':>10}"
+        + "".join(f"{'false/100 ' + g:>28}" for g in GUARDS)
+    )
+    for name in echo.erle:
+        erles = echo.erle[name]
+        med = f"{statistics.median(erles):.1f}" if erles else "-"
+        low = f"{min(erles):.1f}" if erles else "-"
+        row = "".join(f"{100.0 * echo.false_starts[(name, g)] / echo.replies:>28.1f}" for g in GUARDS)
+        print(f"{name:<16}{med:>12}{low:>10}{row}")
+    cold = "".join(f"{100.0 * echo.cold_starts[('full', g)] / echo.replies:>28.1f}" for g in GUARDS)
+    print(f"{'full, cold start':<38}{cold}   (the first reply after the canceller started)")
+    print(
+        f"\nBarge-in: {len(next(iter(barge.latencies.values())))} user onsets over replies (room echo -6 dB)"
+    )
+    print(
+        f"{'guard':<18}{'within 300 ms %':>16}{'detected %':>12}{'median ms':>11}{'false before onset':>20}"
+    )
+    for g in GUARDS:
+        lat = barge.latencies[g]
+        print(
+            f"{g:<18}{_pct(lat, 0.3):>16.1f}{_pct(lat, 1.5):>12.1f}{_median_ms(lat):>11}{barge.early[g]:>20}"
+        )
+    if wer is not None:
+        ducked, over, alone, words = wer
+        print(
+            f"\nWER of the user's words ({words} words): alone {alone:.1f} %; over the echo, cleaned, reply ducked "
+            f"from the detected start {ducked:.1f} % ({ducked - alone:+.1f} points); not ducked {over:.1f} % "
+            f"({over - alone:+.1f} points)"
+        )
+    cpu = statistics.median(echo.cpu_ms) if echo.cpu_ms else 0.0
+    print(
+        f"\nFront end CPU: {cpu:.3f} ms per 10 ms frame = {cpu / 10 * 100:.1f} % of one core (thread time; machine shared)"
+    )
+    print(
+        "Goals: ERLE >= 30 dB; 0 false barge-ins per 100 replies; >= 95 % within 300 ms; WER within 5 points; <= 10 % of a core"
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run the benchmark and print the tables."""
+    t0 = time.monotonic()
+    settings = replace(HearingSettings(), barge_in_speech_ms=args.barge_in_ms)
+    replies = synthesise_replies(len(REPLIES))
+    echo = run_echo_only(replies, args.per_room, args.limit_db, settings)
+    clips = _user_clips(Path(args.speech))
+    barge = run_barge_in(replies, clips, args.trials, args.user_db, settings)
+    wer = (
+        None
+        if args.no_wer
+        else run_wer(replies, _sentence(Path(args.speech)), args.user_db, args.wer_rooms, settings)
+    )
+    print_tables(echo, barge, wer, args.user_db, args.barge_in_ms)
+    print(f"({time.monotonic() - t0:.0f} s)")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:
+    """Add ``bench duplex`` (``sub``: no top-level command)."""
+    b = bench.add_parser("duplex", help="echo cancellation and barge-in in the simulated room")
+    b.add_argument(
+        "--per-room", type=int, default=3, help="echo-only replies per room (default 3: 108 replies)"
+    )
+    b.add_argument("--trials", type=int, default=60, help="barge-in trials (default 60)")
+    b.add_argument(
+        "--user-db", type=float, default=-6.0, help="user level re the reply at the speaker, dB (default -6)"
+    )
+    b.add_argument("--limit-db", type=float, default=6.0, help="the weak canceller's ERLE, dB (default 6)")
+    b.add_argument(
+        "--barge-in-ms", type=int, default=250, help="speech needed for a barge-in, ms (default 250)"
+    )
+    b.add_argument("--wer-rooms", type=int, default=6, help="rooms for the WER check (default 6)")
+    b.add_argument("--no-wer", action="store_true", help="skip the WER check (no Whisper)")
+    b.add_argument("--speech", default=str(SPEECH_DIR), help=f"recorded speech set (default {SPEECH_DIR})")
+    b.set_defaults(func=main)

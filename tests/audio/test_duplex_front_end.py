@@ -1,0 +1,200 @@
+"""The echo-cancelling front end (real WebRTC APM from livekit) in the simulated room, with the
+project's own Piper voice as the far end and recorded speech as the user."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from audio.edges.capture import SimulatedMicrophone
+from audio.edges.sim_room import RoomEcho, SimRoomSettings
+from audio.edges.sinks import NullSink
+from audio.edges.wav import FloatArray, load_audio
+from audio.hearing.front_end import (
+    RATE,
+    EchoCanceller,
+    FrontEnd,
+    FrontEndOptions,
+    FrontEndSource,
+    FrontEndUnavailable,
+)
+from audio.hearing.settings import HearingSettings
+from audio.hearing.vad import frame_level_db
+from audio.speaking.playback import PlaybackMark
+from audio.tools.bench_duplex import Reply, cancel, echo_of, erle_db, far_at_16k, starts, synthesise_replies
+from tests.audio.conftest import HEARING_SPEECH_DIR
+
+DIGITS = [HEARING_SPEECH_DIR / "fsdd" / f"{d}_jackson_0.wav" for d in range(10)]
+
+
+@pytest.fixture(scope="module")
+def reply() -> Reply:
+    return synthesise_replies(1)[0]
+
+
+@pytest.mark.parametrize(
+    "room",
+    [
+        SimRoomSettings(),
+        SimRoomSettings(delay_ms=120.0, echo_db=0.0, rt60_s=0.6),
+        SimRoomSettings(delay_ms=10.0),
+    ],
+    ids=["default", "far-loud-reverberant", "near"],
+)
+def test_echo_of_a_piper_reply_is_cancelled_by_more_than_25_db(reply: Reply, room: SimRoomSettings) -> None:
+    far = np.concatenate([reply.audio, reply.audio])  # the second time, as on a device that runs on
+    echo = echo_of(far, reply.rate, room)
+    cleaned, front = cancel(far, reply.rate, echo, FrontEndOptions(echo_delay_ms=round(room.delay_ms)))
+    lead = len(reply.audio) * RATE // reply.rate
+    assert erle_db(echo[lead:], cleaned[lead:], 0.0) > 25.0
+    assert front.stats.frames == len(echo) // 160
+    assert 0.0 < front.stats.cpu_per_frame_ms < 2.0  # a tenth of a 10 ms frame, with a wide margin
+
+
+def test_without_the_reference_nothing_is_cancelled(reply: Reply) -> None:
+    """The mechanism: the canceller needs the far end; fed silence as the reference it removes no echo."""
+    echo = echo_of(reply.audio, reply.rate, SimRoomSettings())
+    silent = np.zeros_like(reply.audio)
+    cleaned, _ = cancel(silent, reply.rate, echo, FrontEndOptions(noise_suppression=False))
+    assert erle_db(echo, cleaned) < 6.0
+
+
+def _speech() -> FloatArray:
+    """Ten recorded digits, one after the other (about 4 s)."""
+    return np.concatenate([load_audio(p, RATE) for p in DIGITS])
+
+
+def test_the_users_speech_passes_when_nothing_plays() -> None:
+    user = _speech()
+    cleaned, _ = cancel(np.zeros(RATE, np.float32), RATE, user, FrontEndOptions())
+    assert abs(frame_level_db(cleaned[RATE:]) - frame_level_db(user[RATE:])) < 3.0
+
+
+def test_the_users_speech_stands_out_over_the_cancelled_echo(reply: Reply) -> None:
+    """Double talk: user and echo equally loud at the microphone, over a reply the canceller has
+    heard one reply of before; after cancelling, what is left is the user's speech (WebRTC's
+    suppressor takes a few dB in double talk: the canceller is not bit-exact from run to run), not the echo."""
+    far = np.concatenate([reply.audio, reply.audio])
+    echo = echo_of(far, reply.rate, SimRoomSettings())
+    lead = len(reply.audio) * RATE // reply.rate
+    user = _speech()[: len(echo) - lead - RATE]
+    user = user * 10 ** ((frame_level_db(echo[lead:]) - frame_level_db(user)) / 20)
+    mic = echo.copy()
+    mic[lead : lead + len(user)] += user
+    cleaned, _ = cancel(far, reply.rate, mic, FrontEndOptions())
+    span = slice(lead + RATE // 2, lead + len(user))
+    alone = user[span.start - lead : span.stop - lead]
+    heard = frame_level_db(cleaned[span])
+    residue = frame_level_db(cleaned[lead - 3 * RATE : lead])  # the same reply's echo, nobody speaking
+    assert heard > residue + 15.0  # the user stands out of what is left of the echo
+    assert abs(heard - frame_level_db(alone)) < 6.0  # and is not suppressed with it
+    assert heard < frame_level_db(mic[span]) - 1.5  # the echo's share is gone
+
+
+def test_a_missing_library_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "livekit.rtc", None)
+    with pytest.raises(FrontEndUnavailable, match="livekit"):
+        EchoCanceller(FrontEndOptions())
+
+
+def test_a_stalled_or_jumping_reference_is_a_fault() -> None:
+    front = FrontEnd(FrontEndOptions())
+    block = np.zeros(480, dtype=np.float32)
+    for k in range(200):  # 6 s of microphone without any reference
+        front.process(block, 100.0 + k * 0.03)
+    assert front.fault(106.0) == "no reference from the speaker"
+    front.reference(np.zeros(160, np.float32), 106.0, RATE)
+    front.process(block, 106.0)
+    assert front.fault(106.1) is None
+    assert "stopped" in (front.fault(108.0) or "")
+    for k in range(8):  # the play time jumps again and again (underruns, replugging)
+        front.reference(np.zeros(160, np.float32), 110.0 + k, RATE)
+    front.process(block, 117.0)
+    assert "jumped" in (front.fault(117.0) or "")
+
+
+def test_in_real_time_the_simulated_microphone_hears_the_speaker_and_the_front_end_cancels_it() -> None:
+    """Sink → reference tap → simulated room → simulated microphone → front end (worker thread)."""
+    rng = np.random.default_rng(0)
+
+    def render(out: FloatArray, t0: float) -> list[PlaybackMark]:
+        out[:] = rng.standard_normal(len(out)) * 0.05
+        return []
+
+    room = SimRoomSettings()
+    echo = RoomEcho(room, RATE)
+    raw: list[FloatArray] = []
+    cleaned: list[FloatArray] = []
+    mic = SimulatedMicrophone(RATE, 30, echo=echo)
+    source = FrontEndSource(mic, FrontEnd(FrontEndOptions(echo_delay_ms=40)))
+    sink = NullSink(rate=22050, block_ms=10)
+    faults: list[str] = []
+    source._on_fault = faults.append
+    sink.add_reference_tap(source.front.reference)
+    sink.add_reference_tap(echo.on_rendered)
+    sink.add_reference_tap(lambda block, t, rate: None)
+    sink.open(render, lambda ok, detail: None)
+    try:
+        assert source.open(cleaned.append, lambda detail: None) == RATE
+        time.sleep(2.5)
+        raw.append(echo.take(RATE, time.time() - 1.2))
+    finally:
+        source.close()
+        sink.close()
+    out = np.concatenate(cleaned)
+    assert len(out) > 1.5 * RATE
+    heard_db = frame_level_db(raw[0])
+    assert heard_db > -40.0  # the microphone hears the speaker
+    assert frame_level_db(out[-RATE:]) < heard_db - 15.0
+    assert faults == []
+    assert source.duplex == "half"  # 2.5 s of the speaker: still converging (5 s needed)
+
+
+def test_the_canceller_counts_as_converged_after_five_seconds_of_the_speaker(reply: Reply) -> None:
+    echo = echo_of(reply.audio, reply.rate, SimRoomSettings())
+    _, front = cancel(reply.audio, reply.rate, echo, FrontEndOptions())
+    played = front.stats.far_active_frames
+    assert 0.5 * len(reply.audio) / reply.rate * 100 < played <= len(echo) // 160
+    assert front.converged == (played >= 500)
+    long_far = np.concatenate([reply.audio] * 3)
+    long_echo = echo_of(long_far, reply.rate, SimRoomSettings())
+    _, front = cancel(long_far, reply.rate, long_echo, FrontEndOptions())
+    assert front.converged
+
+
+def _listening(
+    reply: Reply, user: FloatArray | None
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, float]:
+    """(cleaned, echo, microphone, reference at 16 kHz, lead s): a reply heard after another one,
+    ``user`` speaking 1 s into it."""
+    far = np.concatenate([reply.audio, reply.audio])
+    echo = echo_of(far, reply.rate, SimRoomSettings())
+    lead = len(reply.audio) / reply.rate
+    mic = echo + (np.random.default_rng(0).standard_normal(len(echo)) * 10 ** (-65 / 20)).astype(np.float32)
+    if user is not None:
+        at = int((lead + 1.0) * RATE)
+        mic[at : at + len(user)] += user[: len(mic) - at]
+    cleaned, _ = cancel(far, reply.rate, mic, FrontEndOptions(echo_delay_ms=40))
+    return cleaned, echo, mic, far_at_16k(far, reply.rate, len(mic)), lead
+
+
+def test_through_the_gate_the_vad_hears_no_echo_even_from_a_6_db_canceller(reply: Reply) -> None:
+    cleaned, echo, mic, far16, lead = _listening(reply, None)
+    weak = cleaned + 0.5 * echo  # a canceller that removes only 6 dB
+    settings = HearingSettings()
+    assert starts(weak, mic, far16, "vad", settings, lead)  # without the gate: its own voice is "speech"
+    assert starts(weak, mic, far16, "gate", settings, lead) == []
+    assert starts(cleaned, mic, far16, "gate", settings, lead) == []
+
+
+def test_through_the_gate_the_user_talking_over_the_reply_is_heard_at_once(reply: Reply) -> None:
+    digits = _speech()
+    echo = echo_of(np.concatenate([reply.audio, reply.audio]), reply.rate, SimRoomSettings())
+    user = digits * 10 ** ((frame_level_db(echo[len(echo) // 2 :]) - frame_level_db(digits)) / 20)
+    cleaned, _, mic, far16, lead = _listening(reply, user.astype(np.float32))
+    found = starts(cleaned, mic, far16, "gate", HearingSettings(), lead)
+    onset = lead + 1.0
+    assert found and onset - 0.05 <= found[0] <= onset + 0.4

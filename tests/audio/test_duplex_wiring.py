@@ -1,0 +1,78 @@
+"""How the device builds the duplex parts from configuration: the simulated room, the front end on
+the capture path, the reference taps on the sink, and what the doctor reports."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from audio.edges.capture import DeviceListSource, SimulatedMicrophone, SoundDeviceMicrophone
+from audio.edges.sim_room import RoomEcho
+from audio.edges.stream_sink import StreamSink
+from audio.hearing.front_end import FrontEndSource
+from device.config import load_config
+from device.doctor.audio_checks import check_duplex
+from device.persistence import StateDir
+from device.shell.parts import make_source, make_speaker, reference_taps
+
+
+def _config(tmp_path: Path, **keys: object) -> object:
+    return load_config(None, {"simulate": True, "state_dir": str(tmp_path), **keys})
+
+
+def test_half_duplex_by_default_is_the_plain_simulated_microphone(tmp_path: Path) -> None:
+    source = make_source(_config(tmp_path))  # type: ignore[arg-type]
+    assert type(source) is SimulatedMicrophone
+    assert source.echo is None
+    assert reference_taps(source) == []
+
+
+def test_sim_room_and_webrtc_build_the_front_end_over_a_microphone_hearing_the_room(tmp_path: Path) -> None:
+    config = _config(tmp_path, **{"sim_room.enabled": True, "hearing.echo_cancellation": "webrtc"})
+    source = make_source(config)  # type: ignore[arg-type]
+    assert isinstance(source, FrontEndSource)
+    assert isinstance(source.inner, SimulatedMicrophone) and isinstance(source.inner.echo, RoomEcho)
+    assert source.front.options.echo_delay_ms == 40  # the simulated room's known path
+    taps = reference_taps(source)
+    assert taps == [source.front.reference, source.inner.echo.on_rendered]
+    speaker = make_speaker(config, StateDir(tmp_path), lambda event: None, source)  # type: ignore[arg-type]
+    sink = speaker._sink
+    assert isinstance(sink, StreamSink)
+    assert list(sink._taps) == taps
+
+
+def test_webrtc_on_hardware_wraps_the_sounddevice_microphone(tmp_path: Path) -> None:
+    config = load_config(None, {"state_dir": str(tmp_path), "hearing.echo_cancellation": "webrtc"})
+    source = make_source(config)
+    assert isinstance(source, FrontEndSource) and isinstance(source.inner, SoundDeviceMicrophone)
+    assert source.front.options.echo_delay_ms == 0
+    assert isinstance(source, DeviceListSource)  # the listener still gives way for device rescans
+
+
+def test_a_canceller_that_will_not_load_leaves_half_duplex_and_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setitem(sys.modules, "livekit.rtc", None)
+    source = make_source(_config(tmp_path, **{"hearing.echo_cancellation": "webrtc"}))  # type: ignore[arg-type]
+    assert type(source) is SimulatedMicrophone
+    assert "echo cancellation off (half duplex)" in caplog.text and "livekit" in caplog.text
+    result = check_duplex("webrtc")
+    assert result.status == "warn" and "half duplex" in result.detail and "livekit" in result.fix
+
+
+def test_the_doctor_says_which_mode_runs() -> None:
+    assert check_duplex("off").status == "note" and "half duplex" in check_duplex("off").detail
+    webrtc = check_duplex("webrtc")
+    assert webrtc.status == "ok" and "ms per 10 ms frame" in webrtc.detail
+    assert "echo-cancel" in check_duplex("system").detail
+
+
+def test_bad_duplex_config_is_one_clear_error(tmp_path: Path) -> None:
+    from device.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"hearing\.echo_cancellation"):
+        _config(tmp_path, **{"hearing.echo_cancellation": "speex"})
+    with pytest.raises(ConfigError, match=r"sim_room\.rt60_s"):
+        _config(tmp_path, **{"sim_room.rt60_s": 5.0})
