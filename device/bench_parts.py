@@ -107,12 +107,11 @@ def run(mode: str) -> None:
 def _load_whisper(config: Any) -> Any:
     from dataclasses import replace
 
-    from audio.hearing.whisper_stt import WhisperTranscriber
-
-    transcriber = WhisperTranscriber(replace(config.hearing, stt_cross_check_model="off"))
     from faster_whisper import WhisperModel
 
-    from audio.hearing.stt import packaged_model_path
+    from audio.hearing.whisper_stt import WhisperTranscriber, packaged_model_path
+
+    transcriber = WhisperTranscriber(replace(config.hearing, stt_cross_check_model="off"))
 
     s = config.hearing
     transcriber._model = WhisperModel(

@@ -71,7 +71,7 @@ def memory_needs(config: Config) -> list[PartNeed]:
 
 
 def _whisper_mb(setting: str) -> int:
-    from audio.hearing.stt import packaged_model_path
+    from audio.hearing.whisper_stt import packaged_model_path
 
     folder = Path(setting).expanduser() if setting else Path(packaged_model_path())
     size = _file_mb(folder / "model.bin")
