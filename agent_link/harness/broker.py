@@ -48,6 +48,9 @@ class Mosquitto:
             f"log_dest file {self.log_path}\n"
             "log_type all\n"
             "max_keepalive 65535\n"
+            # As deploy/mosquitto: without it a PUBLISH that follows a PUBACK on the same socket
+            # waits for the client's delayed ACK (~40 ms on every command → event round trip).
+            "set_tcp_nodelay true\n"
             f"{extra_config}\n"
         )
         self._proc: subprocess.Popen[bytes] | None = None

@@ -1,4 +1,5 @@
-"""``robot-face harness ...``: console, scenarios, conformance suite, stand-in companion, demo."""
+"""``robot-face harness ...``: console, scenarios, conformance suite, stand-in companion, demo; and
+``robot-face bench link``."""
 
 from __future__ import annotations
 
@@ -122,7 +123,12 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:
-    """Add ``robot-face harness {list,run,console,companion,demo}``."""
+    """Add ``robot-face harness {list,run,console,companion,demo}`` and ``robot-face bench link``."""
+    b = bench.add_parser(
+        "link", help="command → event round trip through the MQTT link vs a bare paho client"
+    )
+    b.add_argument("--rounds", type=int, default=200, help="round trips per device (default 200)")
+    b.set_defaults(func=_bench_link)
     harness = sub.add_parser("harness", help="play the agent's side: console, scenarios, companion, demo")
     hsub = harness.add_subparsers(dest="harness_command", metavar="WHAT", required=True)
 
@@ -160,3 +166,10 @@ def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction)
     p = hsub.add_parser("demo", help="drive a whole spoken conversation (no microphone) and print a summary")
     _connection_args(p)
     p.set_defaults(func=_demo)
+
+
+def _bench_link(args: argparse.Namespace) -> int:
+    from agent_link.harness.bench_link import run  # starts mosquitto: imported only here
+
+    run(args.rounds)
+    return 0

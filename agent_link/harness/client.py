@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import socket
 import ssl
 import time
 from collections.abc import Callable, Sequence
@@ -146,6 +147,8 @@ class AgentHarness:
                 properties=props,
                 keepalive=30,
                 tls_context=self._tls_context(),
+                # No Nagle: a command sent right after a PUBACK must not wait for the broker's delayed ACK.
+                socket_options=((socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),),
             )
             try:
                 async with client:

@@ -3,8 +3,24 @@
 MQTT 5, client id = device id, persistent session (``clean_start`` false, session expiry ≥ 1 h),
 Last Will = retained ``{"v":1,"online":false,"boot":N}`` on the status topic, QoS 1 everywhere, no
 topic aliases. On every connect: renew subscriptions, publish the current (birth) status retained,
-then drain the outbox in order, acknowledging each event only after its PUBACK. Any error ends the
-connection; the task reconnects with exponential back-off and jitter.
+then drain the outbox in order, acknowledging (deleting) each event only after a PUBACK with a
+success reason code; a failure code (0x87 not authorised) is an error that keeps the event. An
+incoming command is PUBACKed only after ``on_message`` took it, so a crash before that makes the
+broker redeliver it. Any error ends the connection (leaving with DISCONNECT 0x04, so the Will is
+still published); the task reconnects with exponential back-off and jitter (:func:`backoff_delay`).
+
+Why paho-mqtt directly (:mod:`agent_link.link.connection`) and not aiomqtt: these guarantees need
+manual acknowledgement of incoming messages and the PUBACK reason code of each publish. aiomqtt
+(2.5) exposes neither publicly — it acknowledges a message before the application sees it and
+drops the PUBACK reason code (``_on_publish`` ignores it) — so using it meant reaching into its
+private ``_client``. paho 2.x has all of it as public API (``manual_ack_set`` / ``ack``,
+``on_publish`` with the reason code, ``will_set``, ``disconnect(reasoncode=)``, MQTT 5 properties)
+and documents driving its network loop from an external event loop (``loop_read`` /
+``loop_write`` / ``loop_misc`` with the socket callbacks, as in paho's ``examples/loop_asyncio.py``).
+That keeps one task and one reconnect loop (paho's own reconnect is never used: a new client per
+connection) and hands a command to ``on_message`` straight from the socket's read callback, with
+no queue, thread or poll in between. aiomqtt stays for the agent-side harness, which uses only its
+public API.
 """
 
 from __future__ import annotations
@@ -13,28 +29,15 @@ import asyncio
 import contextlib
 import logging
 import random
-import socket
 import ssl
 import time
 from collections.abc import Callable
-from typing import Any
 
-import aiomqtt
-import paho.mqtt.client as paho
-from aiomqtt.exceptions import MqttConnectError
-from paho.mqtt.packettypes import PacketTypes
-from paho.mqtt.properties import Properties
-from paho.mqtt.reasoncodes import ReasonCode
-
+from agent_link.link.connection import ConnectionLost, ConnectRefused, MqttConnection, PublishRefused
 from agent_link.link.outbox import Outbox, OutboxError
 from agent_link.link.settings import LinkSettings
 from agent_link.protocol.messages import StatusMessage
 from agent_link.protocol.topics import Topics
-
-
-class PublishRefused(aiomqtt.MqttError):
-    """The broker answered a QoS 1 PUBLISH with a failure reason code (e.g. 0x87 not authorised)."""
-
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -58,25 +61,6 @@ def backoff_delay(attempt: int, min_s: float, max_s: float, rng: random.Random |
 def _is_tls_failure(err: BaseException) -> bool:
     text = str(err)
     return isinstance(err, ssl.SSLError) or "SSL" in text or "certificate" in text.lower()
-
-
-def _disconnect_with_will(client: aiomqtt.Client) -> None:
-    """Leave after an error or cancellation with DISCONNECT reason 0x04, so the broker still publishes
-    the Last Will (a normal DISCONNECT would suppress it and leave a stale ``online: true``)."""
-    paho_client: paho.Client = client._client
-    if paho_client.is_connected():
-        with contextlib.suppress(Exception):
-            paho_client.disconnect(
-                reasoncode=ReasonCode(PacketTypes.DISCONNECT, "Disconnect with will message")
-            )
-
-
-def _payload_bytes(payload: Any) -> bytes:
-    if payload is None:
-        return b""
-    if isinstance(payload, bytes | bytearray):
-        return bytes(payload)
-    return str(payload).encode()
 
 
 class MqttLink:
@@ -109,7 +93,6 @@ class MqttLink:
         self._stop = asyncio.Event()
         self._done = asyncio.Event()
         self._running = False
-        self._refusals: list[str] = []
         self._refused_streak = 0
         self._connected = False
         self._flush_deadline = 0.0
@@ -141,24 +124,8 @@ class MqttLink:
                 started = time.monotonic()
                 try:
                     await self._connection()
-                except MqttConnectError as err:
-                    self._log_refused(err)
-                except PublishRefused as err:
-                    _LOGGER.error(
-                        "%s; the event stays in the outbox and is retried with back-off (check the broker ACL)",
-                        err,
-                    )
-                except (aiomqtt.MqttError, OSError) as err:
-                    if _is_tls_failure(err):
-                        _LOGGER.error(
-                            "TLS with broker %s failed: %s (check ca_file / cert_file / key_file)",
-                            self.settings.broker,
-                            err,
-                        )
-                    else:
-                        _LOGGER.warning("MQTT connection to %s lost or failed: %s", self.settings.broker, err)
-                except Exception:  # a bug or an outbox failure must not end the link task
-                    _LOGGER.exception("MQTT link error; reconnecting")
+                except Exception as err:  # a bug or an outbox failure must not end the link task either
+                    self._log_failure(err)
                 finally:
                     if self._connected:
                         self._connected = False
@@ -198,133 +165,74 @@ class MqttLink:
             _LOGGER.warning("MQTT link did not stop within %.1f s", flush_timeout)
 
     # ---- one connection ------------------------------------------------------------------------------
-    def _client(self) -> aiomqtt.Client:
-        host, port, tls = self.settings.endpoint()
-        connect_props = Properties(PacketTypes.CONNECT)
-        connect_props.SessionExpiryInterval = self.settings.session_expiry_s
-        will = aiomqtt.Will(
-            self.topics.status,
-            StatusMessage(online=False, boot=self.boot).encode(),
-            qos=1,
-            retain=True,
-        )
-        client = aiomqtt.Client(
-            host,
-            port,
-            identifier=self.device_id,
-            protocol=aiomqtt.ProtocolVersion.V5,
-            clean_start=False,
-            properties=connect_props,
-            keepalive=self.settings.keepalive_s,
-            will=will,
-            username=self.settings.username,
-            password=self.settings.read_password(),
-            tls_context=self._tls_context() if tls else None,
-            timeout=self.settings.connect_timeout_s,
-            logger=logging.getLogger(f"{__name__}.paho"),
-            # No Nagle: every event and command is a small packet that should leave at once.
-            socket_options=((socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),),
-        )
-        # aiomqtt drops the PUBACK reason code; keep failures so a refused event is never acked away.
-        aiomqtt_on_publish: Any = client._client.on_publish
-        self._refusals.clear()
-
-        def on_publish(c: paho.Client, userdata: Any, mid: int, reason: ReasonCode, props: Any) -> None:
-            if reason is not None and reason.is_failure:
-                self._refusals.append(str(reason))
-            aiomqtt_on_publish(c, userdata, mid, reason, props)
-
-        client._client.on_publish = on_publish
-        # Acknowledge incoming QoS 1 messages only after on_message has taken them (see _read):
-        # a crash before that makes the broker redeliver them. aiomqtt does not expose this setting.
-        client._client.manual_ack_set(True)
-        return client
-
-    def _tls_context(self) -> ssl.SSLContext:
-        context = ssl.create_default_context(cafile=self.settings.ca_file)
-        if self.settings.cert_file:
-            context.load_cert_chain(self.settings.cert_file, self.settings.key_file)
-        if self.settings.tls_insecure:
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
-        return context
-
     async def _connection(self) -> None:
         if self._stop.is_set():
             return
-        async with self._client() as client:
-            await self._subscribe(client)
+        conn = MqttConnection(
+            self.settings,
+            self.device_id,
+            (self.topics.status, StatusMessage(online=False, boot=self.boot).encode()),
+            self._incoming,
+            self._wake.set,
+        )
+        clean = False
+        try:
+            await conn.open()
+            await self._subscribe(conn)
             self._status_dirty = True
             self._connected = True
             self._notify_connection(True, f"connected to {self.settings.broker}")
             _LOGGER.info("Connected to %s as %s", self.settings.broker, self.device_id)
-            reader = asyncio.create_task(self._read(client), name="mqtt-reader")
-            writer = asyncio.create_task(self._write(client), name="mqtt-writer")
-            try:
-                done, _ = await asyncio.wait({reader, writer}, return_when=asyncio.FIRST_COMPLETED)
-                for task in done:
-                    task.result()  # re-raise the connection error, if any
-            except BaseException:
-                _disconnect_with_will(client)
-                raise
-            finally:
-                for task in (reader, writer):
-                    task.cancel()
-                await asyncio.gather(reader, writer, return_exceptions=True)
-            self._connected = False
-            self._notify_connection(False, "disconnected cleanly")
+            await self._write(conn)
+            clean = True
+        finally:
+            conn.close(keep_will=not clean)
+        self._connected = False
+        self._notify_connection(False, "disconnected cleanly")
 
-    async def _subscribe(self, client: aiomqtt.Client) -> None:
+    async def _subscribe(self, conn: MqttConnection) -> None:
         wanted = [self.topics.command, self.topics.agent_status]
         sim = [self.topics.sim_tap, self.topics.sim_text, self.topics.sim_audio]
         if self.simulate:
             wanted += sim
         else:
             # A persistent session may still hold sim subscriptions from an earlier simulated run.
-            await client.unsubscribe(sim)
-        for topic in wanted:
-            codes = await client.subscribe(topic, qos=1)
-            for code in codes:
-                value = code.value if isinstance(code, paho.ReasonCode) else int(code)
-                if value >= 0x80:
-                    _LOGGER.error("Broker refused subscription to %s: %s", topic, code)
+            await conn.unsubscribe(sim)
+        codes = await conn.subscribe(wanted)
+        for topic, code in zip(wanted, codes, strict=False):
+            if code.is_failure:
+                _LOGGER.error("Broker refused subscription to %s: %s", topic, code)
 
-    async def _read(self, client: aiomqtt.Client) -> None:
-        async for message in client.messages:
-            received = time.time()
-            topic = str(message.topic)
-            kind = self.topics.kind_of(topic)
-            payload = _payload_bytes(message.payload)
-            if kind is None or (kind in _SIM_KINDS and not self.simulate):
-                _LOGGER.warning("Ignored message on unexpected topic %s", topic)
-                self._ack_incoming(client, message)
-                continue
-            if kind == "command" and len(payload) > self.settings.max_payload_bytes:
-                _LOGGER.warning(
-                    "Command payload of %d bytes exceeds %d", len(payload), self.settings.max_payload_bytes
-                )
-            try:
-                self._on_message(kind, payload, received)
-            except Exception:
-                _LOGGER.exception("on_message handler failed for %s", topic)
-            finally:
-                self._ack_incoming(client, message)
+    def _incoming(self, topic: str, payload: bytes) -> None:
+        """A PUBLISH arrived (called from the socket's read callback): hand it on at once; the
+        connection acknowledges it when this returns."""
+        received = time.time()
+        kind = self.topics.kind_of(topic)
+        if kind is None or (kind in _SIM_KINDS and not self.simulate):
+            _LOGGER.warning("Ignored message on unexpected topic %s", topic)
+            return
+        if kind == "command" and len(payload) > self.settings.max_payload_bytes:
+            _LOGGER.warning(
+                "Command payload of %d bytes exceeds %d", len(payload), self.settings.max_payload_bytes
+            )
+        try:
+            self._on_message(kind, payload, received)
+        except Exception:
+            _LOGGER.exception("on_message handler failed for %s", topic)
 
-    @staticmethod
-    def _ack_incoming(client: aiomqtt.Client, message: aiomqtt.Message) -> None:
-        """PUBACK an incoming message (in arrival order, as MQTT requires)."""
-        if message.qos > 0:
-            client._client.ack(message.mid, message.qos)
-
-    async def _write(self, client: aiomqtt.Client) -> None:
+    async def _write(self, conn: MqttConnection) -> None:
+        """Publish the status when it changed and drain the outbox, woken by :meth:`notify_outbox`,
+        :meth:`set_status`, :meth:`shutdown` or the connection going down (no timer)."""
         while True:
             self._wake.clear()
+            if conn.error is not None:
+                raise conn.error
             if self._stop.is_set():
-                await self._final_flush(client)
+                await self._final_flush(conn)
                 return
             if self._status_dirty:
                 self._status_dirty = False
-                await self._publish_status(client, self._status)
+                await self._publish_status(conn, self._status)
             try:
                 batch = self.outbox.pending(self.settings.outbox_batch)
             except OutboxError as err:
@@ -335,16 +243,16 @@ class MqttLink:
             for key, payload in batch:
                 if self._stop.is_set():
                     break
-                await self._publish(client, self.topics.event, payload, self.settings.publish_timeout_s)
-                self._ack(key)
+                await self._publish(conn, self.topics.event, payload, self.settings.publish_timeout_s)
+                await self._ack(key)
             if not batch:
                 await self._wake.wait()
 
-    async def _final_flush(self, client: aiomqtt.Client) -> None:
+    async def _final_flush(self, conn: MqttConnection) -> None:
         """Shutdown: offline status first, then as much of the outbox as time allows."""
         final = self._final_status or self._status
         remaining = max(0.1, self._flush_deadline - time.monotonic())
-        await self._publish_status(client, final, timeout=remaining)
+        await self._publish_status(conn, final, timeout=remaining)
         while (remaining := self._flush_deadline - time.monotonic()) > 0:
             batch = self.outbox.pending(self.settings.outbox_batch)
             if not batch:
@@ -353,17 +261,17 @@ class MqttLink:
                 remaining = self._flush_deadline - time.monotonic()
                 if remaining <= 0:
                     break
-                await self._publish(client, self.topics.event, payload, remaining)
-                self._ack(key)
+                await self._publish(conn, self.topics.event, payload, remaining)
+                await self._ack(key)
         left = len(self.outbox)
         if left:
             _LOGGER.warning("Shutdown: %d events stay in the outbox for the next start", left)
 
     async def _publish_status(
-        self, client: aiomqtt.Client, status: StatusMessage, timeout: float | None = None
+        self, conn: MqttConnection, status: StatusMessage, timeout: float | None = None
     ) -> None:
         await self._publish(
-            client,
+            conn,
             self.topics.status,
             status.encode(),
             timeout if timeout is not None else self.settings.publish_timeout_s,
@@ -371,19 +279,21 @@ class MqttLink:
         )
 
     async def _publish(
-        self, client: aiomqtt.Client, topic: str, payload: bytes, timeout: float, retain: bool = False
+        self, conn: MqttConnection, topic: str, payload: bytes, timeout: float, retain: bool = False
     ) -> None:
         """QoS 1 publish that raises :class:`PublishRefused` when the broker's PUBACK says no."""
-        self._refusals.clear()
-        await client.publish(topic, payload, qos=1, retain=retain, timeout=timeout)
-        if self._refusals:
+        try:
+            await conn.publish(topic, payload, timeout, retain=retain)
+        except PublishRefused:
             self._refused_streak += 1
-            raise PublishRefused(f"broker refused a publish to {topic}: {self._refusals[-1]}")
+            raise
         self._refused_streak = 0
 
-    def _ack(self, key: int) -> None:
+    async def _ack(self, key: int) -> None:
+        """Delete a PUBACKed event, in a worker thread: the fsync'd delete must not hold up the event
+        loop, where the next command is being read (measured: ~1-4 ms here)."""
         try:
-            self.outbox.ack(key)
+            await asyncio.to_thread(self.outbox.ack, key)
         except OutboxError as err:  # the event will be re-sent (same id): the agent dedupes by id
             _LOGGER.error("%s", err)
 
@@ -393,7 +303,26 @@ class MqttLink:
         except Exception:
             _LOGGER.exception("on_connection handler failed")
 
-    def _log_refused(self, err: MqttConnectError) -> None:
+    def _log_failure(self, err: Exception) -> None:
+        """Say why the connection ended, with what to check."""
+        if isinstance(err, ConnectRefused):
+            self._log_refused(err)
+        elif isinstance(err, PublishRefused):
+            _LOGGER.error(
+                "%s; the event stays in the outbox and is retried with back-off (check the broker ACL)", err
+            )
+        elif isinstance(err, ConnectionLost | OSError) and _is_tls_failure(err):
+            _LOGGER.error(
+                "TLS with broker %s failed: %s (check ca_file / cert_file / key_file)",
+                self.settings.broker,
+                err,
+            )
+        elif isinstance(err, ConnectionLost | OSError):
+            _LOGGER.warning("MQTT connection to %s lost or failed: %s", self.settings.broker, err)
+        else:
+            _LOGGER.error("MQTT link error; reconnecting", exc_info=err)
+
+    def _log_refused(self, err: ConnectRefused) -> None:
         hint = ""
         text = str(err).lower()
         if "password" in text or "authori" in text or "auth" in text:

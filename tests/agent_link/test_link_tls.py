@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,7 +13,9 @@ from agent_link.link.mqtt_link import MqttLink
 from agent_link.link.outbox import Outbox
 from agent_link.link.settings import LinkSettings
 from agent_link.protocol.messages import StatusMessage
-from tests.broker import Mosquitto
+from agent_link.protocol.topics import Topics
+from tests.agent_link.agent_client import agent
+from tests.broker import Mosquitto, free_port
 from tests.pki import make_ca, make_cert
 
 
@@ -78,3 +81,41 @@ async def test_tls_untrusted_broker_is_refused_and_logged(
         r.getMessage() for r in caplog.records if "dev1" in r.getMessage() or "mqtts" in r.getMessage()
     ]
     assert any("certificate verify failed" in m for m in failures), failures
+
+
+async def test_tls_burst_of_commands_and_events_flows_without_stalling(
+    tls_broker: tuple[Mosquitto, Path], tmp_path: Path
+) -> None:
+    """Commands and events flow over TLS in order and at once (within 3 s, under the 5 s keepalive:
+    nothing waits for the next PINGRESP to be read)."""
+    broker, d = tls_broker
+    plain = copy.copy(broker)  # a plain listener for the stand-in agent on the same broker
+    plain.port = free_port()
+    broker.stop()
+    broker.config_path.write_text(broker.config_path.read_text() + f"\nlistener {plain.port} 127.0.0.1\n")
+    broker.start()
+    topics = Topics("robotface", "dev1")
+    outbox = Outbox(tmp_path / "o.db", "dev1", 1)
+    received: list[bytes] = []
+    settings = _settings(broker, d, "ca.crt")
+    link = MqttLink(settings, "dev1", 1, outbox, lambda k, p, t: received.append(p), lambda *a: None)
+    task = asyncio.create_task(link.run())
+    try:
+        async with agent(plain, [topics.event]) as ag:
+            async with asyncio.timeout(10):
+                while not link.connected:
+                    await asyncio.sleep(0.02)
+            commands = [b'{"v":1,"type":"stop","id":"c-%d"}' % i for i in range(40)]
+            await asyncio.gather(*(ag.publish(topics.command, c) for c in commands))
+            async with asyncio.timeout(3):  # well under the 5 s keepalive
+                while len(received) < len(commands):
+                    await asyncio.sleep(0.01)
+            assert received == commands
+            for i in range(40):
+                outbox.append("tap", {"source": "sim"}, 1.0 + i)
+            link.notify_outbox()
+            await ag.wait_for(lambda: len(ag.payloads(topics.event)) == 40, timeout=3)
+            assert [e["seq"] for e in ag.payloads(topics.event)] == list(range(1, 41))
+    finally:
+        await link.shutdown(StatusMessage(online=False, boot=1), flush_timeout=1.0)
+        await task

@@ -238,7 +238,7 @@ async def test_open_microphone_gives_way_once_a_missing_speaker_is_plugged_in(
         assert listener.heard_samples > seen  # the microphone keeps hearing
 
         fake_pa.plug(Hardware("Desk Speaker", outputs=2, rate=44100))
-        for _ in range(150):
+        for _ in range(500):  # up to 10 s: the reopen runs on a worker thread
             if any(ok for ok, _ in reports):
                 break
             await asyncio.sleep(0.02)
