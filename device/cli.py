@@ -25,6 +25,7 @@ PART_COMMANDS = (
     "agent_link.harness.fleet.cli",
     "device.shell.fleet_cli",
     "device.bench_control",
+    "device.cli_bench",
 )
 """Modules with ``register(sub, bench)`` adding their subcommands."""
 
@@ -89,9 +90,11 @@ def _toml_literal(raw: str) -> object:
 def _run(args: argparse.Namespace) -> int:
     from agent_link.link.settings import LinkConfigError
     from device.config import Config, ConfigError
+    from device.memory import tune_malloc
     from device.persistence import StateDirUnusable
     from device.shell.runtime import Runtime
 
+    tune_malloc()  # before the models and threads: freed buffers go back to the system
     config = config_from_args(args)
     assert isinstance(config, Config)
     try:  # files only a config change (or provisioning) fixes: exit 2, systemd does not restart

@@ -5,10 +5,14 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
+import time
 from collections import OrderedDict
 from pathlib import Path
 
 _LOGGER = logging.getLogger(__name__)
+
+REOPEN_INTERVAL_S = 5.0
+"""After a write failed (a read-only state directory), how often the database is opened again (s)."""
 
 
 class CommandIdStore:
@@ -26,12 +30,12 @@ class CommandIdStore:
         self._ids: OrderedDict[str, None] = OrderedDict()
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
+        self._unsaved: list[str] = []
+        """Ids remembered while the database could not be written, saved once it can again."""
+        self._retry_at = 0.0
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=FULL")
-            db.execute("CREATE TABLE IF NOT EXISTS ids (n INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE)")
+            db = self._connect()
             rows = db.execute("SELECT id FROM ids ORDER BY n DESC LIMIT ?", (capacity,)).fetchall()
             self._db = db
         except (sqlite3.Error, OSError) as err:
@@ -39,6 +43,34 @@ class CommandIdStore:
             rows = []
         for (command_id,) in reversed(rows):
             self._ids[command_id] = None
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=FULL")
+        db.execute("CREATE TABLE IF NOT EXISTS ids (n INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE)")
+        return db
+
+    def _save_unsaved(self) -> None:
+        """After failed writes: open the database again (at most every ``REOPEN_INTERVAL_S``) and
+        write the ids remembered meanwhile (under the lock)."""
+        now = time.monotonic()
+        if now < self._retry_at:
+            return
+        self._retry_at = now + REOPEN_INTERVAL_S
+        try:
+            db = self._connect()
+            db.executemany("INSERT OR IGNORE INTO ids (id) VALUES (?)", [(i,) for i in self._unsaved])
+        except sqlite3.Error as err:
+            _LOGGER.debug("command id store %s still cannot be written: %s", self.path, err)
+            return
+        if self._db is not None:
+            self._db.close()
+        self._db = db
+        _LOGGER.warning(
+            "Command id store %s can be written again (%d ids saved)", self.path, len(self._unsaved)
+        )
+        self._unsaved = []
 
     def seen(self, command_id: str) -> bool:
         """True if ``command_id`` was remembered (and not yet evicted)."""
@@ -55,13 +87,24 @@ class CommandIdStore:
                 self._ids.popitem(last=False)
             if self._db is None:
                 return
+            if self._unsaved:  # writes failed before: remember this one too, try the disk again
+                self._unsaved = [*self._unsaved[-self.capacity + 1 :], command_id]
+                self._save_unsaved()
+                return
             try:
                 self._db.execute("INSERT OR IGNORE INTO ids (id) VALUES (?)", (command_id,))
                 cur = self._db.execute("SELECT MAX(n) FROM ids").fetchone()
                 if cur and cur[0] is not None and cur[0] % 100 == 0:
                     self._db.execute("DELETE FROM ids WHERE n <= ?", (int(cur[0]) - self.capacity,))
             except sqlite3.Error as err:
-                _LOGGER.error("Cannot persist command id %r in %s: %s", command_id, self.path, err)
+                _LOGGER.error(
+                    "Cannot persist command id %r in %s: %s (kept in memory, saved once it can be written)",
+                    command_id,
+                    self.path,
+                    err,
+                )
+                self._unsaved = [command_id]
+                self._retry_at = time.monotonic() + REOPEN_INTERVAL_S
 
     def __len__(self) -> int:
         with self._lock:

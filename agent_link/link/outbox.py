@@ -6,6 +6,8 @@ import contextlib
 import logging
 import sqlite3
 import threading
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from agent_link.protocol.event_messages import Event, EventBody
@@ -29,6 +31,33 @@ CREATE TABLE IF NOT EXISTS boot_seq (
 
 class OutboxError(RuntimeError):
     """The outbox could not read or write its database (disk full, I/O error, corrupt file)."""
+
+
+READ_ONLY_CODES = (8, 10, 14)
+"""SQLite primary result codes of a storage that stopped taking writes: SQLITE_READONLY, SQLITE_IOERR,
+SQLITE_CANTOPEN (what a filesystem the kernel remounted read-only after an error gives)."""
+RECOVERY_INTERVAL_S = 2.0
+"""While the storage is read-only, how often a write tries the database again (seconds)."""
+
+
+def is_storage_fault(err: sqlite3.Error) -> bool:
+    """The database cannot be written at all (read-only or failing storage), not a full disk."""
+    code = getattr(err, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF in READ_ONLY_CODES
+    text = str(err).lower()
+    return "readonly" in text or "read-only" in text or "disk i/o error" in text
+
+
+@dataclass
+class _Held:
+    """An event kept in memory while the database cannot be written (``stored``: it is on disk)."""
+
+    key: int
+    event_id: str
+    seq: int
+    payload: bytes
+    stored: bool
 
 
 class Outbox:
@@ -59,6 +88,14 @@ class Outbox:
             raise OutboxError(f"cannot open outbox {self.path}: {err}") from err
         self._last_seq = int(row[0]) if row else 0
         self._count = int(count)
+        # Storage faults (the state directory turned read-only): events are served from memory.
+        self.fault: str | None = None
+        """Why the database cannot be written now (None: it can)."""
+        self._held: list[_Held] = []
+        self._acked_on_disk: list[int] = []
+        self._next_memory_key = -1
+        self._renamed: dict[int, int] = {}
+        self._last_try = 0.0
 
     @property
     def last_seq(self) -> int:
@@ -73,6 +110,8 @@ class Outbox:
         with self._lock:
             seq = self._last_seq + 1
             event = body.to_event(id=f"{self.device_id}-{self.boot}-{seq}", boot=self.boot, seq=seq)
+            if self.fault is not None and not self._recover():
+                return self._hold(event)
             try:
                 self._db.execute("BEGIN IMMEDIATE")
                 try:
@@ -90,6 +129,9 @@ class Outbox:
                         self._db.execute("ROLLBACK")
                     raise
             except sqlite3.Error as err:
+                if is_storage_fault(err):
+                    self._enter_fault(err)
+                    return self._hold(event)
                 raise OutboxError(f"cannot store {event.type} event in outbox {self.path}: {err}") from err
             self._last_seq = seq
             self._count += 1 - dropped
@@ -109,6 +151,8 @@ class Outbox:
     def pending(self, limit: int = 100) -> list[tuple[int, bytes]]:
         """Up to ``limit`` unacknowledged ``(key, payload)`` pairs, oldest first (all boots)."""
         with self._lock:
+            if self.fault is not None and not self._recover():
+                return [(h.key, h.payload) for h in self._held[:limit]]
             try:
                 rows = self._db.execute(
                     "SELECT key, payload FROM events ORDER BY key LIMIT ?", (limit,)
@@ -120,11 +164,106 @@ class Outbox:
     def ack(self, key: int) -> None:
         """The broker acknowledged event ``key``: delete it."""
         with self._lock:
+            key = self._renamed.pop(key, key)
+            if self.fault is not None:
+                self._ack_held(key)
+                return
             try:
                 deleted = self._db.execute("DELETE FROM events WHERE key = ?", (key,)).rowcount
             except sqlite3.Error as err:
+                if is_storage_fault(err):
+                    self._enter_fault(err)
+                    self._ack_held(key)
+                    return
                 raise OutboxError(f"cannot delete event {key} from outbox {self.path}: {err}") from err
             self._count -= max(deleted, 0)
+
+    # ---- storage faults ------------------------------------------------------------------------------
+    def _enter_fault(self, err: sqlite3.Error) -> None:
+        """The database stopped taking writes: from now on events are kept (and served) in memory,
+        starting with those already on disk, until a write succeeds again."""
+        self.fault = f"outbox {self.path} cannot be written: {err}"
+        self._last_try = time.monotonic()
+        try:
+            rows = self._db.execute("SELECT key, id, seq, payload FROM events ORDER BY key").fetchall()
+        except sqlite3.Error as read_err:  # unreadable too: those events wait on disk for the recovery
+            _LOGGER.error("Outbox %s unreadable as well (%s)", self.path, read_err)
+            rows = []
+        self._held = [_Held(int(k), str(i), int(q), bytes(p), True) for k, i, q, p in rows]
+        _LOGGER.error(
+            "State directory read-only? %s. Events are kept in memory (%d pending) and published; "
+            "they are written to disk again once it can be written (a restart before that loses them)",
+            self.fault,
+            len(self._held),
+        )
+
+    def _hold(self, event: Event) -> Event:
+        """Keep ``event`` in memory (under the lock)."""
+        key = self._next_memory_key
+        self._next_memory_key -= 1
+        self._held.append(_Held(key, event.id, event.seq, event.encode(), False))
+        if len(self._held) > self.max_events:
+            dropped = self._held.pop(0)
+            _LOGGER.warning(
+                "Outbox full in memory (%d events): dropped %s", self.max_events, dropped.event_id
+            )
+        self._last_seq = event.seq
+        self._count = len(self._held)
+        return event
+
+    def _ack_held(self, key: int) -> None:
+        for i, held in enumerate(self._held):
+            if held.key == key:
+                del self._held[i]
+                if held.stored:
+                    self._acked_on_disk.append(key)
+                break
+        self._count = len(self._held)
+
+    def _recover(self) -> bool:
+        """Try the database again (at most every ``RECOVERY_INTERVAL_S``): reopen it, delete what was
+        acknowledged meanwhile, write what was held; True when the outbox is back on disk."""
+        now = time.monotonic()
+        if now - self._last_try < RECOVERY_INTERVAL_S:
+            return False
+        self._last_try = now
+        try:
+            db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=FULL")
+            db.execute("BEGIN IMMEDIATE")
+            db.executemany("DELETE FROM events WHERE key = ?", [(k,) for k in self._acked_on_disk])
+            renamed: dict[int, int] = {}
+            for held in self._held:
+                if not held.stored:
+                    cur = db.execute(
+                        "INSERT OR IGNORE INTO events (id, boot, seq, payload) VALUES (?, ?, ?, ?)",
+                        (held.event_id, self.boot, held.seq, held.payload),
+                    )
+                    renamed[held.key] = int(cur.lastrowid or 0)
+            db.execute(
+                "INSERT OR REPLACE INTO boot_seq (boot, last_seq) VALUES (?, ?)", (self.boot, self._last_seq)
+            )
+            db.execute("COMMIT")
+            (count,) = db.execute("SELECT COUNT(*) FROM events").fetchone()
+        except (sqlite3.Error, OSError) as err:
+            with contextlib.suppress(Exception):
+                db.close()
+            _LOGGER.debug("outbox %s still cannot be written: %s", self.path, err)
+            return False
+        with contextlib.suppress(sqlite3.Error):
+            self._db.close()
+        self._db = db
+        self._renamed.update(renamed)
+        _LOGGER.warning(
+            "Outbox %s can be written again: %d events kept in memory are on disk again",
+            self.path,
+            len(renamed),
+        )
+        self.fault = None
+        self._held, self._acked_on_disk = [], []
+        self._count = int(count)
+        return True
 
     def __len__(self) -> int:
         """Events not yet acknowledged."""

@@ -107,20 +107,14 @@ class MoonshineRecogniser:
                 "`python -m audio.fetch_models` (the bootstrap does), point "
                 "hearing.stt_cross_check_model at a Moonshine ONNX export, or set it to 'off'"
             )
-        import onnxruntime as ort
         from tokenizers import Tokenizer
 
+        from audio.onnx_sessions import cpu_session
+
         t0 = time.monotonic()
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = self.threads
-        opts.inter_op_num_threads = 1
         try:
-            self._encoder = ort.InferenceSession(
-                str(self.model_dir / "encoder_model.onnx"), opts, providers=["CPUExecutionProvider"]
-            )
-            decoder = ort.InferenceSession(
-                str(self.model_dir / "decoder_model_merged.onnx"), opts, providers=["CPUExecutionProvider"]
-            )
+            self._encoder = cpu_session(self.model_dir / "encoder_model.onnx", self.threads)
+            decoder = cpu_session(self.model_dir / "decoder_model_merged.onnx", self.threads)
             self._tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
         except Exception as err:
             raise ModelUnavailable(f"cannot load the cross-check model in {self.model_dir}: {err}") from err

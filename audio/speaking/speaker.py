@@ -97,6 +97,7 @@ class Speaker:
         self._worker: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pending: deque[tuple[float, AudioEvent]] = deque()
+        """Events with the monotonic time they are due at."""
         self._timer: asyncio.TimerHandle | None = None
         self._started = False
         self.piece_log: deque[PieceTiming] = deque(maxlen=500)
@@ -348,18 +349,20 @@ class Speaker:
 
     def _schedule(self, ts: float, event: AudioEvent) -> None:
         """Emit ``event`` when the output reaches ``ts``, after everything scheduled before it."""
-        self._pending.append((ts, event))
+        # Due on the monotonic clock: a wall-clock step (NTP on a board without RTC) neither hurries
+        # nor holds back the event (``ts`` stays the wall time it happened).
+        self._pending.append((time.monotonic() + ts - time.time(), event))
         if self._timer is None:
             self._flush_pending()
 
     def _flush_pending(self, force: bool = False) -> None:
         self._timer = None
-        now = time.time()
+        now = time.monotonic()
         while self._pending and (force or self._pending[0][0] <= now + 0.0005):
             _, event = self._pending.popleft()
             self._emit_safely(event)
         if self._pending and self._loop is not None:
-            delay = max(0.0, self._pending[0][0] - time.time())
+            delay = max(0.0, self._pending[0][0] - time.monotonic())
             self._timer = self._loop.call_later(delay, self._flush_pending)
 
     def _emit_safely(self, event: AudioEvent) -> None:

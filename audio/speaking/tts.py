@@ -1,8 +1,9 @@
 """Piper TTS: load a voice once (warm ONNX session with phoneme alignments), synthesise pieces.
 
-``TtsVoice.load(path)`` builds the onnxruntime session itself (thread count under our control) and,
-when the ``onnx`` package is available, patches the model in memory so Piper returns phoneme/sample
-alignments (``include_alignments``) for lip-sync. Without alignments the loudness envelope is used.
+``TtsVoice.load(path)`` builds the onnxruntime session itself (``audio.onnx_sessions``: thread count
+under our control, no memory arena) on the voice patched once on disk so Piper returns phoneme/sample
+alignments (``include_alignments``) for lip-sync (``audio.speaking.aligned_voice``). Without alignments
+the loudness envelope is used.
 """
 
 from __future__ import annotations
@@ -157,30 +158,17 @@ def load_voice(voice: str = "", threads: int = 2) -> TtsVoice:
 
 
 def _load_piper(path: Path, threads: int) -> tuple[object, bool]:
-    """A ``piper.PiperVoice`` with our own onnxruntime session (thread limits, alignment output)."""
-    import onnxruntime
+    """A ``piper.PiperVoice`` with our own onnxruntime session (thread limits, no memory arena) on
+    the voice patched for phoneme alignments (``audio.speaking.aligned_voice``; loaded by path, the
+    ``onnx`` package stays out of this process), or on the voice itself when that cannot be had."""
     from piper import PiperVoice
     from piper.config import PiperConfig
 
+    from audio.onnx_sessions import cpu_session
+    from audio.speaking.aligned_voice import aligned_model
+
     with open(f"{path}.json", encoding="utf-8") as fh:
         config = PiperConfig.from_dict(json.load(fh))
-    model: str | bytes = str(path)
-    aligned = False
-    try:
-        import onnx
-        from piper.patch_voice_with_alignment import add_alignment_output
-
-        proto = onnx.load(str(path))
-        try:
-            add_alignment_output(proto)
-        except ValueError as err:  # already patched, or no Ceil tensor
-            _LOGGER.debug("not patching %s for alignments: %s", path.name, err)
-        model = proto.SerializeToString()
-    except ImportError:
-        _LOGGER.warning("onnx package missing: no phoneme alignments, lip-sync falls back to loudness")
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = max(1, threads)
-    options.inter_op_num_threads = 1
-    session = onnxruntime.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
+    session = cpu_session(aligned_model(path) or path, threads=threads)
     aligned = len(session.get_outputs()) > 1
     return PiperVoice(session=session, config=config), aligned

@@ -354,6 +354,26 @@ def main(argv: list[str] | None = None) -> int:
     except FetchError as err:
         print(f"fetch_models: {err}", file=sys.stderr)
         return 1
+    return prepare_packaged_voice()
+
+
+def prepare_packaged_voice() -> int:
+    """The packaged Piper voice patched for phoneme alignments, in the environment (so a daemon
+    whose cache directory is not writable still has lip-sync; ``audio.speaking.aligned_voice``)."""
+    from audio.speaking.aligned_voice import find_aligned, prepare, shipped_dir
+    from audio.speaking.tts import packaged_voice_path
+
+    voice = packaged_voice_path()
+    found = find_aligned(voice)
+    if found is not None and found.parent == shipped_dir():
+        print(f"aligned voice already in {found}")
+        return 0
+    try:
+        made = prepare(voice, shipped_dir())
+    except (OSError, RuntimeError, subprocess.TimeoutExpired) as err:
+        print(f"fetch_models: cannot prepare the aligned voice in {shipped_dir()}: {err}", file=sys.stderr)
+        return 1
+    print(f"aligned voice {'in ' + str(made) if made else 'not needed (the voice already aligns)'}")
     return 0
 
 

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 from device.buttons.choice import ButtonUnavailable, make_button
 from device.buttons.settings import ButtonSettings
 from device.doctor.audio_checks import check_audio_device, check_duplex, check_levels
+from device.doctor.memory_check import check_memory
 from device.doctor.result import CheckResult
 
 if TYPE_CHECKING:
@@ -485,4 +486,4 @@ def check_config(config: Config, deep: bool = False) -> list[CheckResult]:
         broker_timeout_s=min(config.mqtt.connect_timeout_s, 10.0),
     )
     results.append(check_duplex(config.hearing.echo_cancellation))
-    return results
+    return [*results, check_memory(config)]

@@ -1,0 +1,136 @@
+"""Piper voices patched to return phoneme alignments, made once on disk and loaded by path.
+
+Lip-sync needs Piper's phoneme/sample alignments, which a voice exported without them gives only
+after ``piper.patch_voice_with_alignment.add_alignment_output`` rewrote its graph. Doing that at
+every start meant importing the ``onnx`` package into the daemon and holding the model three times
+at once (the parsed graph, its serialised bytes, onnxruntime's copy): ~90 MB the heap kept after the
+session was built. Instead the patched model is written once, by a child process (its memory goes
+back to the system when it exits), to a file that onnxruntime then loads like any voice:
+
+- ``python -m audio.fetch_models`` (the bootstrap and the Pi installer) prepares the packaged voice
+  in ``<venv>/share/robot-face/voices``;
+- any other voice is prepared on its first load into the first writable cache directory
+  (``$ROBOT_FACE_CACHE_DIR``, systemd's ``$CACHE_DIRECTORY``, ``~/.cache/robot-face/voices``).
+
+A file's name carries the source's name, size and modification time, so an edited voice is prepared
+again. ``python -m audio.speaking.aligned_voice SRC DST`` is the child's command.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+_LOGGER = logging.getLogger(__name__)
+
+PATCH_TIMEOUT_S = 120.0
+"""The longest a child may take to patch one voice (the packaged one takes ~2 s)."""
+EXIT_NOT_PATCHABLE = 3
+"""The child's exit code when the graph cannot be patched (already patched, or no Ceil tensor)."""
+
+
+def shipped_dir() -> Path:
+    """Where ``audio.fetch_models`` prepares the packaged voice (inside the environment)."""
+    return Path(sys.prefix) / "share" / "robot-face" / "voices"
+
+
+def cache_dirs() -> list[Path]:
+    """Writable places for voices prepared at run time, in order of preference."""
+    dirs = [os.environ.get("ROBOT_FACE_CACHE_DIR", ""), os.environ.get("CACHE_DIRECTORY", "")]
+    found = [Path(d).expanduser() / "voices" for d in dirs if d]
+    found.append(Path.home() / ".cache" / "robot-face" / "voices")
+    return found
+
+
+def aligned_name(source: Path) -> str:
+    """The prepared file's name for ``source`` (changes when the source file changes)."""
+    st = source.stat()
+    key = f"{source.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()
+    return f"{source.stem}.{hashlib.sha1(key, usedforsecurity=False).hexdigest()[:12]}.aligned.onnx"
+
+
+def find_aligned(source: Path) -> Path | None:
+    """A prepared aligned model for ``source`` that already exists, if any."""
+    name = aligned_name(source)
+    for folder in (shipped_dir(), *cache_dirs()):
+        if (folder / name).is_file():
+            return folder / name
+    return None
+
+
+def prepare(source: Path, folder: Path, timeout: float = PATCH_TIMEOUT_S) -> Path | None:
+    """Write the aligned model of ``source`` into ``folder`` in a child process; its path, or None
+    when the voice cannot be patched (it may already return alignments: load ``source`` itself).
+    Raises ``OSError`` when ``folder`` cannot be written and ``RuntimeError`` when the child failed."""
+    folder.mkdir(parents=True, exist_ok=True)
+    dest = folder / aligned_name(source)
+    cmd = [sys.executable, "-m", "audio.speaking.aligned_voice", str(source), str(dest)]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, check=False)
+    if done.returncode == EXIT_NOT_PATCHABLE:
+        _LOGGER.debug("not patching %s for alignments: %s", source.name, done.stderr.strip())
+        return None
+    if done.returncode != 0:
+        raise RuntimeError(f"patching {source.name} for alignments failed: {done.stderr.strip()[-400:]}")
+    return dest
+
+
+def aligned_model(source: Path) -> Path | None:
+    """The aligned model for ``source``: found, or prepared now in the first writable cache
+    directory; None when it cannot be had (then the voice speaks with loudness lip-sync)."""
+    found = find_aligned(source)
+    if found is not None:
+        return found
+    problems: list[str] = []
+    for folder in cache_dirs():
+        try:
+            return prepare(source, folder)
+        except OSError as err:
+            problems.append(f"{folder}: {err}")
+        except (RuntimeError, subprocess.TimeoutExpired) as err:
+            problems.append(str(err))
+            break
+    _LOGGER.warning(
+        "no phoneme alignments for %s (lip-sync follows loudness): %s", source.name, "; ".join(problems)
+    )
+    return None
+
+
+def _patch(source: Path, dest: Path) -> int:
+    """The child: patch ``source`` into ``dest`` atomically; the exit code."""
+    try:
+        import onnx
+        from piper.patch_voice_with_alignment import add_alignment_output
+    except ImportError as err:
+        print(f"the onnx package is missing: {err}", file=sys.stderr)
+        return 1
+    proto = onnx.load(str(source))
+    try:
+        add_alignment_output(proto)
+    except ValueError as err:  # already patched, or no Ceil tensor
+        print(err, file=sys.stderr)
+        return EXIT_NOT_PATCHABLE
+    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=dest.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(proto.SerializeToString())
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes it 0600: the service user reads what root prepared
+        os.replace(tmp, dest)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        print("usage: python -m audio.speaking.aligned_voice SOURCE.onnx DEST.onnx", file=sys.stderr)
+        raise SystemExit(2)
+    raise SystemExit(_patch(Path(sys.argv[1]), Path(sys.argv[2])))
