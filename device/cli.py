@@ -24,8 +24,8 @@ PART_COMMANDS = (
     "agent_link.harness.demo_launcher",
     "agent_link.harness.fleet.cli",
     "device.shell.fleet_cli",
-    "device.bench_control",
-    "device.cli_bench",
+    "device.bench.control",
+    "device.bench.cli",
 )
 """Modules with ``register(sub, bench)`` adding their subcommands."""
 

@@ -263,7 +263,7 @@ def table_line(row: SoakRow) -> str:
 
 def run_bench(args: Any) -> int:
     """``robot-face bench soak``: 0 when the run had no problem."""
-    from device.bench_footprint import parse_sets
+    from device.bench.footprint import parse_sets
 
     every = args.every or (100 if args.turns >= 500 else max(1, args.turns // 10))
     with tempfile.TemporaryDirectory(prefix="robot-face-soak-") as tmp:

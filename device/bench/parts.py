@@ -1,6 +1,6 @@
 """The footprint benchmark's child: load the runtime's parts one at a time, print what each adds.
 
-``python -m device.bench_parts lean|baseline`` prints one JSON line per step (``step``, ``rss``,
+``python -m device.bench.parts lean|baseline`` prints one JSON line per step (``step``, ``rss``,
 ``uss`` in MiB, cumulative) on stdout. ``lean`` loads every part the way the daemon does now;
 ``baseline`` the way it did before the footprint work (onnxruntime's defaults with its memory arena,
 the ``onnx`` package imported to patch Piper's graph in memory, glibc's malloc defaults). Run in a

@@ -42,12 +42,12 @@ def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction)
 
 
 def _footprint(args: argparse.Namespace) -> int:
-    from device.bench_footprint import run_bench
+    from device.bench.footprint import run_bench
 
     return run_bench(args)
 
 
 def _soak(args: argparse.Namespace) -> int:
-    from device.bench_soak import run_bench
+    from device.bench.soak import run_bench
 
     return run_bench(args)

@@ -1,6 +1,6 @@
 """``robot-face bench footprint``: where the resident memory goes, part by part and for the daemon.
 
-Part by part: two fresh child processes (``device.bench_parts``) load the runtime's parts in the
+Part by part: two fresh child processes (``device.bench.parts``) load the runtime's parts in the
 daemon's order, one the way the daemon does now and one the way it did before (onnxruntime's
 memory arena, ``onnx`` in process, glibc's malloc defaults); each step's RSS and USS increase is
 printed side by side. Then the whole daemon (``robot-face run --simulate`` against a private
@@ -45,9 +45,9 @@ class Step:
 
 
 def part_steps(mode: str, env: dict[str, str] | None = None, timeout: float = 600.0) -> list[Step]:
-    """Run ``device.bench_parts MODE`` in a fresh interpreter; its steps."""
+    """Run ``device.bench.parts MODE`` in a fresh interpreter; its steps."""
     done = subprocess.run(
-        [sys.executable, "-m", "device.bench_parts", mode],
+        [sys.executable, "-m", "device.bench.parts", mode],
         capture_output=True,
         text=True,
         timeout=timeout,

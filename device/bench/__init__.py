@@ -1,0 +1,1 @@
+"""Benchmarks of the whole device (control latency, footprint, soak): apart from the runtime path."""
