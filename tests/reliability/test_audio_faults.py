@@ -47,9 +47,11 @@ async def test_stt_error_fails_the_utterance_and_hearing_recovers(
         assert failed.reason == "stt_error" and "simulated decoder crash" in failed.detail
         rt.transcriber.transcribe = real  # type: ignore[method-assign]
         await harness.sim_audio(speech_wav)
-        started = await harness.wait_for("speech_started", timeout=15)
-        text = await harness.wait_for("transcript", timeout=60, utterance=started.utterance)
-        assert "sea" in text.text.lower()
+        # The end-of-turn model may end the clip's first clause ("... about the sea,") on its own, so
+        # the clip can be two utterances: the part with "sea" failed above, so only a decode after the
+        # repair can bring it.
+        text = await harness.wait_for(("transcript", {"text": lambda t: "sea" in t.lower()}), timeout=60)
+        assert text.confidence >= 0.4
         harness.assert_contract()
 
 
