@@ -26,7 +26,7 @@ import itertools
 import json
 import time
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ import numpy as np
 
 from audio.hearing.engine import Transcriber
 from audio.hearing.settings import HearingSettings
-from audio.hearing.turn import turn_complete
+from audio.hearing.turn import END_MIN, SURE, turn_complete
 from audio.hearing.turn_model import TurnModel
 from audio.hearing.vad import FrameSegmenter, TurnQuestion, UtteranceBegan, UtteranceComplete, UtterancePart
 from audio.tools.bench_turns import RATE, Clip
@@ -161,13 +161,13 @@ class Rule:
     """A verdict rule: ask the model at silence ``ask`` (frames), again at ``reask``; the decode taken
     at ``decode`` frames gives the text; ``turn_complete`` with ``threshold``/``check``/``end_min``."""
 
-    ask: int = 6
+    ask: int = 4
     reask: tuple[int, ...] = ()
-    decode: int = 6
-    threshold: float = 0.5
-    check: str = "words+punctuation"
-    end_min: float = 0.5
-    sure: float = 0.9
+    decode: int = 3
+    threshold: float = 0.3
+    check: str = "words+end"
+    end_min: float = END_MIN
+    sure: float = SURE
 
     def label(self) -> str:
         re = "+".join(str(r) for r in self.reask) or "-"
@@ -258,49 +258,66 @@ def speaker(clip: dict[str, Any]) -> str:
     return "allison" if name.startswith("asterisk") else "others"
 
 
+PREVIOUS = Rule(ask=6, decode=6, threshold=0.5, check="words+punctuation")
+"""The rule before ``words+end``: a 180 ms pause, the text's own punctuation, threshold 0.5."""
+
+
+def default_rule(settings: HearingSettings) -> Rule:
+    """The rule the runtime runs with ``settings`` (the decode of the cache nearest its pause)."""
+    ask = max(1, settings.turn_pause_ms // settings.block_ms)
+    decode = max(f for f in DECODE_FRAMES if f <= ask) if ask >= DECODE_FRAMES[0] else DECODE_FRAMES[0]
+    return Rule(ask, (), decode, settings.turn_threshold, settings.turn_text_check, END_MIN, SURE)
+
+
 def rules() -> Iterable[Rule]:
-    """The rules ``replay_cache`` compares: today's, and the end-probability rule over a grid."""
-    yield Rule()
-    yield Rule(check="off")
-    yield Rule(check="words")
+    """The rules ``replay_cache`` compares: the previous one, the model alone, and ``words+end`` over
+    a grid of pauses, re-asks, thresholds, end probabilities and "sure" overrides."""
+    yield PREVIOUS
+    yield replace(PREVIOUS, check="off")
     for ask, reask, threshold, end_min, sure in itertools.product(
-        (3, 4, 6),
-        ((), (10,), (10, 17), (13, 23)),
-        (0.3, 0.5, 0.7),
-        (0.05, 0.1, 0.2, 0.3, 0.5),
-        (0.8, 0.9, 0.97),
+        (3, 4, 5, 6),
+        ((), (10,), (13,), (10, 17), (13, 23), (17, 33)),
+        (0.2, 0.3, 0.5, 0.7),
+        (0.2, 0.3, 0.4, 0.5, 0.6),
+        (0.9, 0.97, 1.01),
     ):
-        decode = ask if ask in DECODE_FRAMES else 3
-        yield Rule(ask, reask, decode, threshold, "words+end", end_min, sure)
+        yield Rule(ask, reask, 3 if ask < 6 else 6, threshold, "words+end", end_min, sure)
 
 
 def fmt(row: dict[str, Any]) -> str:
+    """One printed line of ``score``."""
+    turns = row["turns"]
     return (
-        f"{row['rule']:<52} split {row['split']:>2}/{row['turns']:<3} fallback {row['fallback']:>2}/{row['turns']:<3} "
+        f"{row['rule']:<50} split {row['split']:>2}/{turns:<3} fallback {row['fallback']:>2}/{turns:<3} "
         f"est {row['est median']:>5.0f}/{row['est p90']:>5.0f} ms  whole {row['whole']:>3}/{row['hes']:<3}"
     )
 
 
-def replay_cache(path: Path, train: str = "allison") -> None:
-    """Pick the best rule on the clips of speaker group ``train`` and print it, today's rule and the
-    runners-up on the held-out groups and on all clips."""
+def cost(row: dict[str, Any]) -> float:
+    """What tuning minimises: the share of complete turns split or waiting for the fallback plus the
+    share of hesitations split (equal weight), then the estimated median latency as a tie-break."""
+    bad = (row["split"] + row["fallback"]) / max(1, row["turns"])
+    miss = (row["hes"] - row["whole"]) / max(1, row["hes"])
+    return bad + miss + row["est median"] / 1e5
+
+
+def replay_cache(path: Path, settings: HearingSettings | None = None) -> None:
+    """Tune on one speaker group and report on the others (both ways: Allison Smith's Asterisk
+    prompts, and the other real readers with Piper), then on all clips: the best rules of each
+    tuning, the previous rule and the runtime's default, side by side."""
     frame_ms, clips = load(path)
-    tune = [c for c in clips if speaker(c) == train]
-    held = [c for c in clips if speaker(c) != train]
-
-    def cost(row: dict[str, Any]) -> float:
-        bad = row["split"] + row["fallback"]
-        miss = row["hes"] - row["whole"]
-        return 4.0 * bad / max(1, row["turns"]) + 2.0 * miss / max(1, row["hes"]) + row["est median"] / 1000.0
-
-    scored = sorted(((cost(score(r, tune, frame_ms)), r) for r in rules()), key=lambda t: t[0])
-    print(f"tuned on {train} ({len(tune)} clips), held out: {len(held)} clips")
-    chosen = [Rule(), Rule(check="off"), *[r for _, r in scored[:8]]]
-    for name, subset in (("tune", tune), ("held-out", held), ("all", clips)):
-        print(f"-- {name}")
-        for r in chosen:
-            print("  " + fmt(score(r, subset, frame_ms)))
-
-
-def as_json(rule: Rule) -> str:
-    return json.dumps(asdict(rule))
+    groups = {"allison": [c for c in clips if speaker(c) == "allison"]}
+    groups["others+piper"] = [c for c in clips if speaker(c) != "allison"]
+    grid = list(rules())
+    default = default_rule(settings or HearingSettings())
+    for tune_name, tune in groups.items():
+        held_name, held = next((n, g) for n, g in groups.items() if n != tune_name)
+        best = sorted(grid, key=lambda r: cost(score(r, tune, frame_ms)))[:3]
+        print(f"== tuned on {tune_name} ({len(tune)} clips), held out {held_name} ({len(held)} clips)")
+        for r in [PREVIOUS, default, *best]:
+            tag = "previous" if r == PREVIOUS else "default" if r == default else "best"
+            print(f"  {tag:<8} tune {fmt(score(r, tune, frame_ms))}")
+            print(f"  {'':<8} held {fmt(score(r, held, frame_ms))[50:]}")
+    print(f"== all ({len(clips)} clips)")
+    for r in [PREVIOUS, replace(PREVIOUS, check="off"), default]:
+        print("  " + fmt(score(r, clips, frame_ms)))

@@ -127,8 +127,8 @@ def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction)
     t.add_argument(
         "--configs",
         default="smart_turn:words+punctuation,smart_turn:off,silence",
-        help="detectors side by side: smart_turn[:off|words|words+punctuation] and silence "
-        "(default: smart_turn with and without the text check, and silence)",
+        help="detectors side by side: smart_turn[:off|words|words+punctuation|words+end[:THRESHOLD"
+        "[:PAUSE_MS]]] and silence (default: smart_turn with and without the text check, and silence)",
     )
     t.add_argument("--limit", type=int, default=24, help="real complete sentences (default 24)")
     t.add_argument("--hesitations", type=int, default=12, help="real sentences to cut (default 12)")
