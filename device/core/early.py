@@ -60,6 +60,11 @@ def sleep_may_come(state: DeviceState) -> bool:
     return bool(state.sleeps) or any(r.sleep_tag for r in state.replies)
 
 
+def tap_waits(state: DeviceState) -> bool:
+    """A tap stepped early waits for its marker to be reported (or to wake the device)."""
+    return any(c.kind == "tap" for c in state.early)
+
+
 def remember(state: DeviceState, control: EarlyControl) -> DeviceState:
     """Keep a control item on record until its marker (a bare input, arrival 0, needs none)."""
     if control.arrival == 0:

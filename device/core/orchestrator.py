@@ -84,6 +84,7 @@ from device.core.early import (
     sleep_allowed_then,
     sleep_may_come,
     take,
+    tap_waits,
     update,
 )
 from device.core.inputs import (
@@ -177,10 +178,11 @@ def _on_booted(state: DeviceState, ev: Booted, out: list[Action], rules: Rules) 
 
 # ---- taps and typed text ---------------------------------------------------------------------------
 def _on_tap(state: DeviceState, ev: Tapped, out: list[Action], rules: Rules) -> DeviceState:
+    if state.arrival and (tap_waits(state) or (state.awake and sleep_may_come(state))):
+        # Data queued before the tap may put the device to sleep, or an earlier tap's report waits:
+        # at its marker it is a tap, or it wakes the device.
+        return remember(state, EarlyControl("tap", state.arrival, ev.ts, source=ev.source))
     if state.awake:
-        if state.arrival and sleep_may_come(state):
-            # Data queued before the tap may put the device to sleep: then the tap wakes it (its marker).
-            return remember(state, EarlyControl("tap", state.arrival, ev.ts, source=ev.source))
         out.append(Publish(TapBody(source=ev.source, ts=ev.ts)))
         return state
     return remember(_wake(state, ev.source, ev.ts, out), EarlyControl("wake", state.arrival, ev.ts))
@@ -457,8 +459,11 @@ def _sleep_command(state: DeviceState, ts: float, out: list[Action], arrival: in
     """A sleep command: after the replies queued before it; stepped early (``arrival``), it waits for
     its marker at least (data queued before it may still add speech to wait for)."""
     after = frozenset(r.say for r in state.replies)
-    pending = PendingSleep("command", after, arrival=arrival, not_before=arrival)
-    if after or arrival:
+    # Replies a stop stepped early ended unseen would still be queued here in arrival order: their
+    # end is that stop's (its marker).
+    wait = max([arrival, *(c.arrival for c in state.early if c.kind == "stop" and c.ended)])
+    pending = PendingSleep("command", after, arrival=arrival, not_before=wait)
+    if after or wait:
         return replace(state, sleeps=(*state.sleeps, pending))
     return _sleep_now(state, pending, ts, out)
 

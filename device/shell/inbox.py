@@ -21,8 +21,9 @@ class _End:
 
 
 class Inbox:
-    """Control lane ahead of data lane. ``control_first=False``: one lane in arrival order (the plain
-    FIFO, kept only for ``robot-face bench control`` to measure against)."""
+    """Control lane ahead of data lane. ``control_first=False``: one lane in arrival order, each marker
+    right behind its control item (the plain FIFO, kept only for ``robot-face bench control`` to measure
+    against)."""
 
     def __init__(self, *, control_first: bool = True) -> None:
         self.control_first = control_first
@@ -35,11 +36,13 @@ class Inbox:
         """Queue an input; a control item goes ahead of the data queued so far."""
         self._arrivals += 1
         stamped = Stamped(self._arrivals, event)
-        if self.control_first and is_control(event):
+        if not is_control(event):
+            self._data.append(stamped)
+        elif self.control_first:
             self._control.append(stamped)
             self._data.append(Reached(self._arrivals, event.ts))
         else:
-            self._data.append(stamped)
+            self._data.extend((stamped, Reached(self._arrivals, event.ts)))
         self._ready.set()
 
     def end(self) -> None:
