@@ -57,6 +57,9 @@ READY_WAIT_S = 20.0
 class Runtime:
     """The device daemon: builds the parts, runs the orchestrator, shuts down cleanly."""
 
+    control_first = True
+    """The inbox steps control ahead of data (False only in ``robot-face bench control``'s baseline)."""
+
     def __init__(self, config: Config, notifier: SystemdNotifier | None = None) -> None:
         self.config = config
         self.notifier = notifier or SystemdNotifier()
@@ -70,7 +73,7 @@ class Runtime:
             default_voice=config.speaking.voice,
         )
         self.state: DeviceState = initial_state(Settings())
-        self.inbox = Inbox()
+        self.inbox = Inbox(control_first=self.control_first)
         self._status: dict[str, Any] | None = None
         self._stopping = asyncio.Event()
         self._last_step = time.monotonic()
