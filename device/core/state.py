@@ -103,6 +103,10 @@ class DeviceState:
     """A transcript was sent and no reply has started yet (display only)."""
     ended: tuple[str, ...] = ()
     """The most recent replies that finished or were stopped: later chunks for them are refused."""
+    early: tuple[EarlyControl, ...] = ()
+    """Control items stepped ahead of data whose marker has not been reached yet (oldest first)."""
+    arrival: int = 0
+    """The arrival number of the input being stepped (0: a bare input, judged in order); 0 between steps."""
     connected: bool = False
     agent_online: bool = False
     faults: frozenset[str] = frozenset()
@@ -111,10 +115,6 @@ class DeviceState:
     """The face state last decided (``display_of`` when it was decided); None before the first."""
     waking: bool = False
     """The wake-up animation is playing: the awake state shows when it ends (its timer)."""
-    early: tuple[EarlyControl, ...] = ()
-    """Control items stepped ahead of data whose marker has not been reached yet (oldest first)."""
-    arrival: int = 0
-    """The arrival number of the input being stepped (0: a bare input, judged in order); 0 between steps."""
 
     @property
     def awake(self) -> bool:

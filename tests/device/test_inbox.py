@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from pathlib import Path
 
 import pytest
 
+from agent_link.link.settings import LinkSettings
 from agent_link.protocol.messages import (
     ConfigCommand,
     SayCommand,
@@ -15,6 +18,7 @@ from agent_link.protocol.messages import (
 )
 from audio.events import PlaybackFinished, SpeechStarted
 from device.core.inputs import CommandReceived, DeviceInput, Reached, Stamped, Tapped, TypedText, is_control
+from device.shell.fleet_device import SimDevice
 from device.shell.inbox import Inbox
 
 
@@ -106,3 +110,40 @@ async def test_get_waits_for_a_put_and_returns_none_at_the_end() -> None:
     assert await asyncio.wait_for(inbox.get(), 1.0) == Reached(1, 1.0)
     inbox.end()
     assert await asyncio.wait_for(inbox.get(), 1.0) is None
+
+
+async def _burst_then_stop(device: SimDevice) -> list[tuple[str, str | None]]:
+    """A tap; then 40 chunks of a new reply and a stop, put at once: what the device publishes."""
+    loop = asyncio.create_task(device._loop())
+    try:
+        device.put(Tapped("sim", 1.0))
+        while not device.inbox.empty():
+            await asyncio.sleep(0.001)
+        for n in range(40):
+            device.put(CommandReceived(SayCommand(id=f"c{n}", say="r1", text="More. ", final=False), 2.0))
+        device.put(CommandReceived(StopCommand(id="x"), 3.0))
+        for _ in range(500):
+            await asyncio.sleep(0.002)
+            if device.inbox.empty() and not device.state.replies:
+                break
+    finally:
+        loop.cancel()
+        await asyncio.gather(loop, return_exceptions=True)
+    events = [json.loads(payload) for _, payload in device.outbox.pending()]
+    device.dispatch.close()
+    device.outbox.close()
+    device.gate.store.close()
+    return [(e["type"], e.get("say")) for e in events]
+
+
+async def test_the_fleet_device_steps_a_stop_ahead_of_the_chunks_queued_before_it(tmp_path: Path) -> None:
+    """The fleet simulator's device runs the same inbox: the reply never reaches its speaker."""
+    published = await _burst_then_stop(SimDevice("d1", LinkSettings(), tmp_path))
+    assert published == [("wake", None), ("playback_finished", "r1")]
+
+
+async def test_with_the_plain_fifo_the_same_burst_reaches_the_speaker_first(tmp_path: Path) -> None:
+    device = SimDevice("d2", LinkSettings(), tmp_path)
+    device.inbox = Inbox(control_first=False)
+    published = await _burst_then_stop(device)
+    assert published == [("wake", None), ("playback_started", "r1"), ("playback_finished", "r1")]
