@@ -32,18 +32,22 @@ class Inbox:
         self._arrivals = 0
         self._ready = asyncio.Event()
 
-    def put(self, event: DeviceInput) -> None:
-        """Queue an input; a control item goes ahead of the data queued so far."""
+    def put(self, event: DeviceInput) -> int:
+        """Queue an input; a control item goes ahead of the data queued so far: how many items it
+        overtakes (0 for data, and in the plain FIFO)."""
         self._arrivals += 1
         stamped = Stamped(self._arrivals, event)
+        ahead = 0
         if not is_control(event):
             self._data.append(stamped)
         elif self.control_first:
+            ahead = len(self._data)
             self._control.append(stamped)
             self._data.append(Reached(self._arrivals, event.ts))
         else:
             self._data.extend((stamped, Reached(self._arrivals, event.ts)))
         self._ready.set()
+        return ahead
 
     def end(self) -> None:
         """Let ``get`` return None once everything put before has been returned."""

@@ -85,7 +85,9 @@ class Runtime:
     # ---- inputs from the edges (all called on the loop) ----------------------------------------------
     def put(self, event: DeviceInput) -> None:
         """Hand an event to the orchestrator (control goes ahead of data: ``device.shell.inbox``)."""
-        self.inbox.put(event)
+        ahead = self.inbox.put(event)
+        if ahead:
+            _LOGGER.debug("%s goes ahead of %d queued inputs", type(event).__name__, ahead)
 
     def _on_connection(self, connected: bool, detail: str) -> None:
         self.put(LinkChanged(connected, detail, time.time()))

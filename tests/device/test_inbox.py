@@ -55,8 +55,7 @@ def test_control_goes_ahead_of_data_and_leaves_a_marker_where_it_arrived() -> No
     inbox = Inbox()
     stop = CommandReceived(StopCommand(id="x"), 9.0)
     tap = Tapped("sim", 10.0)
-    for event in (_say(1), _say(2), stop, _say(3), tap):
-        inbox.put(event)
+    assert [inbox.put(event) for event in (_say(1), _say(2), stop, _say(3), tap)] == [0, 0, 2, 0, 4]
     assert inbox.qsize() == 7  # five inputs, two markers
     assert _drain(inbox) == [
         Stamped(3, stop),
