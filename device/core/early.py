@@ -55,6 +55,25 @@ def ended_by(state: DeviceState, say: str) -> EarlyControl | None:
     return next((c for c in state.early if c.kind == "stop" and say in c.ended), None)
 
 
+def stopped_after(state: DeviceState, say: str) -> bool:
+    """Reply ``say`` was stopped by a stop stepped early that the input being stepped arrived before."""
+    return any(
+        c.kind == "stop" and say in c.stopped and arrived_before(state, c.arrival) for c in state.early
+    )
+
+
+def stopped_here(state: DeviceState) -> DeviceState:
+    """Every reply is stopped at the input being stepped (the device falls asleep): stops stepped early
+    that it arrived before no longer count as what stopped them."""
+    return replace(
+        state,
+        early=tuple(
+            replace(c, stopped=frozenset()) if c.kind == "stop" and arrived_before(state, c.arrival) else c
+            for c in state.early
+        ),
+    )
+
+
 def sleep_may_come(state: DeviceState) -> bool:
     """A sleep may take effect on data already queued: one is pending, or a reply has a ``[sleep]`` tag."""
     return bool(state.sleeps) or any(r.sleep_tag for r in state.replies)

@@ -83,6 +83,8 @@ from device.core.early import (
     remember,
     sleep_allowed_then,
     sleep_may_come,
+    stopped_after,
+    stopped_here,
     take,
     tap_waits,
     update,
@@ -399,7 +401,7 @@ def _sleep_now(state: DeviceState, pending: PendingSleep, ts: float, out: list[A
     for utterance in ([state.hearing] if state.hearing else []) + sorted(state.decoding):
         out.append(_failed(utterance, "interrupted", "the device fell asleep", ts))
     if state.replies:
-        state = _stop_speaking(state, out)
+        state = _stop_speaking(stopped_here(state), out)
     if state.thinking:
         out.append(CancelTimer(THINKING_TIMER))
     out.append(Publish(AsleepBody(reason=pending.via, ts=ts)))
@@ -422,7 +424,8 @@ def _on_command(state: DeviceState, ev: CommandReceived, out: list[Action], rule
     if isinstance(cmd, SayCommand):
         return _on_say(state, cmd, ev.ts, out, rules)
     if isinstance(cmd, StopCommand):
-        state = remember(state, EarlyControl("stop", state.arrival, ev.ts))
+        live = frozenset(r.say for r in state.replies if not r.stopped)
+        state = remember(state, EarlyControl("stop", state.arrival, ev.ts, stopped=live))
         return _stop_speaking(state, out) if state.replies else state
     if isinstance(cmd, SleepCommand):
         state = remember(state, EarlyControl("sleep", state.arrival, ev.ts))
@@ -542,6 +545,8 @@ def _on_say(state: DeviceState, cmd: SayCommand, ts: float, out: list[Action], r
     if reply is not None and reply.stopped:
         # Stopped, its interrupted finish on the way: what the agent sent meanwhile is not spoken.
         out.append(Note("debug", f"chunk {cmd.id} of stopped reply {cmd.say} not spoken"))
+        if cmd.final and stopped_after(state, cmd.say):
+            return _put_reply(state, replace(reply, final=True))  # its last chunk, sent before the stop
         return state
     new_reply = reply is None
     reply = reply or Reply(say=cmd.say)

@@ -81,6 +81,8 @@ class EarlyControl:
     """The tap's source (``tap``)."""
     sleep_allowed: bool = True
     """The ``sleep_allowed`` value in force before it (``sleep_allowed``)."""
+    stopped: frozenset[str] = frozenset()
+    """Replies this stop marked stopped (``stop``): their chunks sent before it still count (a final one)."""
     ended: frozenset[str] = frozenset()
     """Replies this stop ended before they were seen (``stop``): their first chunk arrived before it."""
     ended_final: frozenset[str] = frozenset()
