@@ -5,7 +5,9 @@ agent asks (command or ``[sleep]`` tag) and only after the speech queued before 
 ``sleep_allowed`` veto checked when a sleep would take effect, say-while-asleep rejected, chunks of an
 ended or stopped reply refused, every utterance closed exactly once (also across a restart), emotion
 marks shown at their word, the voice following the language, the face's wake-up animation and notice.
-What the shell should log about a decision comes back as a ``Note`` action.
+What the shell should log about a decision comes back as a ``Note`` action. Control that the shell's
+inbox stepped ahead of data (``Stamped``, ``Reached``) leaves the outcomes of arrival order: data is
+judged by what was in force when it arrived (``device.core.early``).
 """
 
 from __future__ import annotations
