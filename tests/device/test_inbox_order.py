@@ -15,7 +15,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agent_link.protocol.messages import SayCommand, SleepAllowedCommand, SleepCommand, StopCommand
-from audio.events import PlaybackFinished, PlaybackStarted
+from audio.events import PlaybackFinished, PlaybackStarted, SpeechEnded, SpeechStarted, Transcribed
 from device.core.actions import Publish
 from device.core.inputs import Booted, CommandReceived, DeviceInput, Reached, Stamped, Tapped, TypedText
 from device.core.orchestrator import initial_state, step
@@ -23,7 +23,7 @@ from device.core.state import DeviceState, Phase, Settings
 from device.shell.inbox import Inbox
 
 PER_REPLY = {"playback_started", "playback_finished"}
-PER_UTTERANCE = {"transcript"}
+PER_UTTERANCE = {"transcript", "speech_started", "speech_ended", "utterance_failed"}
 
 
 @dataclass
@@ -125,6 +125,22 @@ class World:
             for event in options[choice % len(options)]:
                 self.put(event)
 
+    def speech(self, parts: int) -> None:
+        """Once everything put so far is stepped, an awake device hears the user: the start of an
+        utterance, then (``parts``) its end and its transcript."""
+        self.catch_up()
+        if not self.fifo.state.awake:
+            return  # the microphone is closed
+        self.n += 1
+        utterance = f"u{self.n}"
+        events: list[DeviceInput] = [SpeechStarted(utterance, self.t())]
+        if parts >= 1:
+            events.append(SpeechEnded(utterance, 800, self.t()))
+        if parts >= 2:
+            events.append(Transcribed(utterance, "hello there", 0.9, "en", 800, 120, self.t()))
+        for event in events:
+            self.put(event)
+
     def stop(self) -> None:
         self.command(StopCommand(id=f"x{self.n}"))
         self.catch_up()
@@ -137,7 +153,7 @@ _OPS = st.one_of(
     st.tuples(st.just("say"), st.integers(0, 2), st.sampled_from(["mid", "mid", "final", "sleep", "new"])),
     st.tuples(st.sampled_from(["tap", "stop", "sleep", "typed"]), st.just(0), st.just("")),
     st.tuples(st.just("allow"), st.just(0), st.sampled_from(["true", "false"])),
-    st.tuples(st.sampled_from(["step", "speaker"]), st.integers(0, 5), st.just("")),
+    st.tuples(st.sampled_from(["step", "speaker", "speech"]), st.integers(0, 5), st.just("")),
 )
 
 
@@ -157,6 +173,8 @@ def _play(ops: list[tuple[str, int, str]]) -> World:
             world.command(SleepCommand(id=f"s{world.n}"))
         elif what == "allow":
             world.command(SleepAllowedCommand(id=f"a{world.n}", value=variant == "true"))
+        elif what == "speech":
+            world.speech(k)
         elif what == "step":
             for _ in range(k):
                 if not world.first.inbox.empty():
