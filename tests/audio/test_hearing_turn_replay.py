@@ -4,9 +4,18 @@ past decides nothing, and no "complete" at the last pause is a wait for the fall
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from audio.tools.bench_turns_replay import Rule, replay_clip, score
+import numpy as np
+
+from audio.hearing.settings import HearingSettings
+from audio.hearing.speech_gate import SpeechGate
+from audio.hearing.turn_model import SmartTurnModel, default_model_path
+from audio.hearing.whisper_stt import WhisperTranscriber
+from audio.tools.bench_turns import Clip
+from audio.tools.bench_turns_replay import ASK_FRAMES, DECODE_FRAMES, Rule, extract_clip, replay_clip, score
+from tests.audio.conftest import HEARING_SPEECH_DIR
 
 FRAME_MS = 30
 
@@ -85,3 +94,26 @@ def test_score_counts_turns_and_hesitations_up_to_the_limit() -> None:
     ]
     row = score(WORDS_END, clips, FRAME_MS)
     assert (row["turns"], row["fallback"], row["split"], row["hes"], row["whole"]) == (2, 1, 0, 1, 1)
+
+
+def test_extraction_caches_every_pause_of_a_real_sentence(hearing_transcriber: WhisperTranscriber) -> None:
+    model = SmartTurnModel(default_model_path())
+    model.load()
+    from faster_whisper import decode_audio
+
+    jfk = np.asarray(decode_audio(str(HEARING_SPEECH_DIR / "jfk/jfk.flac"), 16000), np.float32)
+    base = HearingSettings()
+    settings = replace(base, turn_detector="smart_turn", turn_pause_ms=ASK_FRAMES[0] * base.block_ms)
+    stt = SpeechGate(hearing_transcriber, base.tone_gate_share)
+    clip = Clip("jfk", "ask not what your country can do for you", jfk, "complete")
+    row = extract_clip(clip, settings, stt, model, np.random.default_rng(0))
+    assert row["utterances"] == 1 and row["pauses"], row
+    last = row["pauses"][-1]
+    assert not last["resumed"] and last["run"] >= ASK_FRAMES[-1]
+    assert sorted(last["probs"]) == sorted(ASK_FRAMES)
+    assert all(0.0 <= p <= 1.0 for p in last["probs"].values())
+    assert sorted(last["decodes"]) == sorted(DECODE_FRAMES)
+    assert all("country" in d["text"].lower() for d in last["decodes"].values())
+    # Every earlier pause was spoken on past: asked only at the silences it lasted.
+    for p in row["pauses"][:-1]:
+        assert p["resumed"] and all(int(k) <= p["run"] for k in p["probs"])
