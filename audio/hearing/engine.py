@@ -18,6 +18,25 @@ SAMPLE_RATE = 16000
 """Every engine takes 16 kHz mono float32."""
 
 
+class CancelToken(Protocol):
+    """Says whether the caller still wants a decode (``threading.Event`` is one)."""
+
+    def is_set(self) -> bool:
+        """True once the decode is not wanted any more."""
+        ...
+
+
+class DecodeCancelled(Exception):
+    """A decode stopped early because its ``CancelToken`` was set (a stale speculative decode): it
+    gives nothing, so nothing is published from it."""
+
+
+def check_cancel(cancel: CancelToken | None, where: str) -> None:
+    """Raise ``DecodeCancelled`` (naming the stage ``where`` it stopped) when ``cancel`` is set."""
+    if cancel is not None and cancel.is_set():
+        raise DecodeCancelled(f"decode cancelled {where}")
+
+
 class ModelUnavailable(RuntimeError):
     """A speech model that cannot be loaded (missing, not a model, not in the cache offline); the
     message names the setting and what to do."""
@@ -45,8 +64,12 @@ class Transcriber(Protocol):
         """Load models / create clients (slow; once at start); raises ``ModelUnavailable``."""
         ...
 
-    def transcribe(self, samples: FloatArray, speech_ratio: float | None = None) -> Transcription:
-        """Decode one utterance (blocking; called from a worker thread)."""
+    def transcribe(
+        self, samples: FloatArray, speech_ratio: float | None = None, cancel: CancelToken | None = None
+    ) -> Transcription:
+        """Decode one utterance (blocking; called from a worker thread). Once ``cancel`` is set the
+        decode stops at its next stage boundary (a decode whose token is set before it starts never
+        starts) and raises ``DecodeCancelled``; it never returns a result computed after that."""
         ...
 
     def set_language(self, lang: str) -> None:

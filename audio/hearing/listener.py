@@ -21,7 +21,9 @@ complete. A probability under ``turn_threshold`` is "unfinished" at once; otherw
 probability and the transcript's words (``audio.hearing.turn``) give the verdict the endpointer
 gets. A turn that ends with no speech since the question (``turn_complete``, or the fallback
 silence) takes that decode as its transcript: no second decode. Speech that resumes makes the
-question stale: its verdict is ignored and its decode dropped (a new pause asks again). Only the
+question stale: its verdict is ignored and its decode cancelled -- not started, it never runs;
+running, it stops at its next stage (``DecodeCancelled``) and publishes nothing -- so the decode that
+ends the turn does not queue behind it (a new pause asks again). Only the
 task that closes an utterance publishes, so two decodes of one utterance never race.
 
 Opening and closing the source run in order on another
@@ -42,12 +44,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import time
 import uuid
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -100,9 +103,12 @@ class _Speculation:
     uid: str
     ask: int
     decode: Future[Transcription] | None
-    """On the Whisper thread; cancelled only while it has not started (a running decode finishes)."""
+    """On the Whisper thread."""
     model: asyncio.Future[TurnVerdict]
     question: TurnQuestion
+    cancel: threading.Event = field(default_factory=threading.Event)
+    """Set when the question goes stale (speech resumed, the utterance ended otherwise): the decode
+    stops at its next stage and raises ``DecodeCancelled`` (it is never published)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +161,8 @@ class Listener:
             self._turn_model = loaded
         self._turn_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="turn")
         self._spec: _Speculation | None = None
-        self._whisper_jobs: set[Future[Transcription]] = set()
+        self._whisper_jobs: dict[Future[Transcription], threading.Event | None] = {}
+        """Decodes queued or running on the Whisper thread, with their cancel tokens."""
         self.turn_asks: deque[TurnAsk] = deque(maxlen=1000)
         """The latest questions to the end-of-turn model and their verdicts."""
         self._block_clock = (0.0, 0)
@@ -439,7 +446,7 @@ class Listener:
         loop = asyncio.get_running_loop()
         model = loop.run_in_executor(self._turn_executor, self._turn_model.predict, q.context)
         self._spec = _Speculation(uid=uid, ask=q.ask, decode=None, model=model, question=q)
-        if not any(not f.done() for f in self._whisper_jobs):
+        if not any(not f.done() and not (c and c.is_set()) for f, c in self._whisper_jobs.items()):
             self._speculate(self._spec)
         task = asyncio.create_task(self._judge(self._spec), name=f"turn-{uid}-{q.ask}")
         self._decodes.add(task)
@@ -491,13 +498,16 @@ class Listener:
         """Start the speculative decode of the question's audio on the Whisper thread."""
         q = spec.question
         if len(q.audio):
-            spec.decode = self._whisper(q.audio, q.speech_ratio)
+            spec.decode = self._whisper(q.audio, q.speech_ratio, spec.cancel)
 
-    def _whisper(self, audio: FloatArray, speech_ratio: float) -> Future[Transcription]:
+    def _whisper(
+        self, audio: FloatArray, speech_ratio: float, cancel: threading.Event | None = None
+    ) -> Future[Transcription]:
         """Queue a decode on the Whisper thread (tracked: a speculative decode starts beside the
-        model only when none is in flight)."""
-        job = self._executor.submit(self._stt.transcribe, audio, speech_ratio)
-        self._whisper_jobs = {f for f in self._whisper_jobs if not f.done()} | {job}
+        model only when none is in flight, a cancelled one stopping at its next stage aside)."""
+        job = self._executor.submit(self._stt.transcribe, audio, speech_ratio, cancel)
+        self._whisper_jobs = {f: c for f, c in self._whisper_jobs.items() if not f.done()}
+        self._whisper_jobs[job] = cancel
         return job
 
     def _drop_spec(self) -> None:
@@ -507,7 +517,9 @@ class Listener:
 
     @staticmethod
     def _cancel_spec(spec: _Speculation) -> None:
-        """Forget a question: a decode not started yet never runs (one running finishes unused)."""
+        """Forget a question: a decode not started yet never runs, one running stops at its next
+        stage (``DecodeCancelled``, never published)."""
+        spec.cancel.set()
         if spec.decode is not None:
             spec.decode.cancel()
 

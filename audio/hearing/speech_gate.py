@@ -16,7 +16,7 @@ from typing import Generic, TypeVar
 import numpy as np
 
 from audio.edges.wav import FloatArray
-from audio.hearing.engine import SAMPLE_RATE, Engine, Transcription
+from audio.hearing.engine import SAMPLE_RATE, CancelToken, Engine, Transcription, check_cancel
 from audio.hearing.tones import is_pure_tone
 
 _LOGGER = logging.getLogger(__name__)
@@ -52,14 +52,18 @@ class SpeechGate(Generic[E]):
         """The engine's language."""
         return self.engine.language
 
-    def transcribe(self, samples: FloatArray, speech_ratio: float | None = None) -> Transcription:
+    def transcribe(
+        self, samples: FloatArray, speech_ratio: float | None = None, cancel: CancelToken | None = None
+    ) -> Transcription:
         """The engine's transcript, or an empty one (confidence 0, no features) for audio that is
-        not speech; blocking, call from a worker thread."""
+        not speech; blocking, call from a worker thread. ``cancel``: see ``Transcriber.transcribe``
+        (a decode cancelled before it starts never reaches the engine)."""
+        check_cancel(cancel, "before it started")
         t0 = time.monotonic()
         samples = np.asarray(samples, dtype=np.float32).reshape(-1)
         why = not_speech(samples, self.tone_gate_share)
         if why is None:
-            return self.engine.transcribe(samples, speech_ratio)
+            return self.engine.transcribe(samples, speech_ratio, cancel)
         seconds = len(samples) / SAMPLE_RATE
         _LOGGER.info("utterance of %.1f s is %s, not speech: no transcript", seconds, why)
         audio_ms = round(seconds * 1000)

@@ -4,17 +4,35 @@
 the device, the default) or ``audio.hearing.stt_openai.OpenAITranscriber`` (an OpenAI-compatible
 endpoint, for devices too weak for local Whisper), each behind ``audio.hearing.speech_gate``, so
 every engine gets the same "is this speech?" check. The interface (``Transcriber``), what a decode
-gives (``Transcription``) and ``ModelUnavailable`` live in ``audio.hearing.engine`` and are
+gives (``Transcription``), its cancel token (``CancelToken``, ``DecodeCancelled``) and
+``ModelUnavailable`` live in ``audio.hearing.engine`` and are
 re-exported here.
 """
 
 from __future__ import annotations
 
-from audio.hearing.engine import SAMPLE_RATE, Engine, ModelUnavailable, Transcriber, Transcription
+from audio.hearing.engine import (
+    SAMPLE_RATE,
+    CancelToken,
+    DecodeCancelled,
+    Engine,
+    ModelUnavailable,
+    Transcriber,
+    Transcription,
+)
 from audio.hearing.settings import STT_PROVIDERS, HearingSettings
 from audio.hearing.speech_gate import SpeechGate
 
-__all__ = ["SAMPLE_RATE", "Engine", "ModelUnavailable", "Transcriber", "Transcription", "make_transcriber"]
+__all__ = [
+    "SAMPLE_RATE",
+    "CancelToken",
+    "DecodeCancelled",
+    "Engine",
+    "ModelUnavailable",
+    "Transcriber",
+    "Transcription",
+    "make_transcriber",
+]
 
 
 def make_transcriber(settings: HearingSettings) -> Engine:

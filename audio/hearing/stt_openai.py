@@ -18,7 +18,7 @@ import numpy as np
 
 from audio.edges.wav import FloatArray, encode_wav
 from audio.hearing.confidence import MIN_CONFIDENCE
-from audio.hearing.engine import SAMPLE_RATE, Transcription
+from audio.hearing.engine import SAMPLE_RATE, CancelToken, Transcription, check_cancel
 from audio.hearing.settings import HearingSettings
 
 _LOGGER = logging.getLogger(__name__)
@@ -81,10 +81,15 @@ class OpenAITranscriber:
             max_retries=0,
         )
 
-    def transcribe(self, samples: FloatArray, speech_ratio: float | None = None) -> Transcription:
-        """Send one utterance; raises on transport or HTTP errors (the Listener reports stt_error)."""
+    def transcribe(
+        self, samples: FloatArray, speech_ratio: float | None = None, cancel: CancelToken | None = None
+    ) -> Transcription:
+        """Send one utterance; raises on transport or HTTP errors (the Listener reports stt_error).
+        A ``cancel`` set before the request sends nothing; one set while it runs drops its answer
+        (both raise ``DecodeCancelled``)."""
         if self._client is None:
             raise RuntimeError("OpenAITranscriber.load() has not been called")
+        check_cancel(cancel, "before its request")
         t0 = time.monotonic()
         samples = np.asarray(samples, dtype=np.float32).reshape(-1)
         model = self.settings.stt_openai_model
@@ -96,6 +101,7 @@ class OpenAITranscriber:
         resp = self._client.audio.transcriptions.create(
             file=("utterance.wav", encode_wav(samples, SAMPLE_RATE), "audio/wav"), **kwargs
         )
+        check_cancel(cancel, "during its request")
         text = str(_get(resp, "text") or "").strip()
         confidence = confidence_from_response(resp) if text else 0.0
         return Transcription(

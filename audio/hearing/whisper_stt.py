@@ -34,7 +34,7 @@ from audio.hearing.confidence_signals import (
     step_stats,
 )
 from audio.hearing.cross_check import MoonshineRecogniser, agreement, resolve_model_dir
-from audio.hearing.engine import SAMPLE_RATE, ModelUnavailable, Transcription
+from audio.hearing.engine import SAMPLE_RATE, CancelToken, ModelUnavailable, Transcription, check_cancel
 from audio.hearing.settings import HearingSettings
 from audio.hearing.transcript_checks import (
     Hypothesis,
@@ -73,6 +73,18 @@ class _EarlyBeam:
 
     encoder_output: Any
     hypotheses: Future[list[Hypothesis]]
+
+
+@dataclass(frozen=True, slots=True)
+class _Either:
+    """A ``CancelToken`` set when either token is (the cross-check stops when Whisper heard nothing
+    or the whole decode was cancelled)."""
+
+    first: CancelToken
+    second: CancelToken | None
+
+    def is_set(self) -> bool:
+        return self.first.is_set() or (self.second is not None and self.second.is_set())
 
 
 def packaged_model_path() -> str:
@@ -395,10 +407,17 @@ class WhisperTranscriber:
         )
         return changed, nbest_stats(best.text, hyps), True
 
-    def transcribe(self, samples: FloatArray, speech_ratio: float | None = None) -> Transcription:
+    def transcribe(
+        self, samples: FloatArray, speech_ratio: float | None = None, cancel: CancelToken | None = None
+    ) -> Transcription:
         """Decode one utterance (float32 16 kHz mono); blocking, call from a worker thread. Whether
-        it is speech at all is the speech gate's to say (``audio.hearing.speech_gate``), before."""
+        it is speech at all is the speech gate's to say (``audio.hearing.speech_gate``), before.
+        ``cancel`` (a stale speculative decode) is looked at between the stages -- before the
+        encoder, before the beam is started, after the greedy pass, before the second opinion and
+        before the confidence features -- and stops the cross-check recogniser between its decoder
+        steps; a cancelled decode raises ``DecodeCancelled``."""
         t0 = time.monotonic()
+        check_cancel(cancel, "before it started")
         samples = np.asarray(samples, dtype=np.float32).reshape(-1)
         if len(samples) > FULL_WINDOW_FRAMES * 160:
             _LOGGER.warning("utterance of %.1f s cut to 30 s", len(samples) / SAMPLE_RATE)
@@ -406,15 +425,23 @@ class WhisperTranscriber:
         audio_ms = round(len(samples) * 1000 / SAMPLE_RATE)
         voice = self._voice_pool.submit(voice_probability, samples)
         not_needed = threading.Event()
-        other = self._voice_pool.submit(self._cross.transcribe, samples, not_needed) if self._cross else None
-        d, fallbacks, early = self._decode(samples)
-        if not normalise_text(d.text):
-            not_needed.set()  # nothing heard: the cross-check's decode stops where it is
-            decode_ms = round((time.monotonic() - t0) * 1000)
-            return Transcription("", 0.0, self.language, audio_ms, decode_ms, None)
-        d, nbest, changed = self._second_opinion(d, len(samples), early)
-        if d.end_prob is None:  # the greedy pass ran out of tokens (a dropped repeat): ask once more
-            d = replace(d, end_prob=self._end_prob_of(d.encoder_output, d.tokens))
+        stop = _Either(not_needed, cancel)
+        other = self._voice_pool.submit(self._cross.transcribe, samples, stop) if self._cross else None
+        try:
+            d, fallbacks, early = self._decode(samples, cancel)
+            if not normalise_text(d.text):
+                not_needed.set()  # nothing heard: the cross-check's decode stops where it is
+                decode_ms = round((time.monotonic() - t0) * 1000)
+                return Transcription("", 0.0, self.language, audio_ms, decode_ms, None)
+            check_cancel(cancel, "before the second opinion")
+            d, nbest, changed = self._second_opinion(d, len(samples), early)
+            if d.end_prob is None:  # the greedy pass ran out of tokens (a dropped repeat): ask once more
+                d = replace(d, end_prob=self._end_prob_of(d.encoder_output, d.tokens))
+            check_cancel(cancel, "before the confidence features")
+        except BaseException:
+            not_needed.set()
+            voice.cancel()
+            raise
         features = confidence_features(
             d,
             self._word_probs(d.tokens, d.token_probs, d.avg_logprob),
@@ -429,6 +456,7 @@ class WhisperTranscriber:
             ),
         )
         other_text = self._other_text(other)
+        check_cancel(cancel, "after the cross-check")  # its text may be cut short by the cancel
         if other_text is not None:
             features = cross_checked(features, agreement(d.text, other_text))
         decode_ms = round((time.monotonic() - t0) * 1000)
@@ -436,14 +464,21 @@ class WhisperTranscriber:
             d.text, score(features), self.language, audio_ms, decode_ms, features, end_prob=d.end_prob
         )
 
-    def _decode(self, samples: FloatArray) -> tuple[Decode, int, _EarlyBeam | None]:
+    def _decode(
+        self, samples: FloatArray, cancel: CancelToken | None = None
+    ) -> tuple[Decode, int, _EarlyBeam | None]:
         """The greedy decode of ``samples`` on the short window, redone on the full window where the
-        short one slipped (``_redo_on_full_window``), and the beam search started beside it.
-        Returns (decode, fallbacks: repeated text dropped plus redone decodes, early beam)."""
+        short one slipped (``_redo_on_full_window``), and the beam search started beside it (not
+        when ``cancel`` was set during the encoder). Returns (decode, fallbacks: repeated text
+        dropped plus redone decodes, early beam)."""
         frames = self._window_frames(len(samples))
         enc = self._encode(samples, frames)
+        check_cancel(cancel, "after the encoder")
         early = self._start_beam(enc, len(samples))
         d = self._greedy(samples, enc)
+        if early is not None and cancel is not None and cancel.is_set():
+            early.hypotheses.cancel()  # if not started yet (an earlier beam still runs): never runs
+        check_cancel(cancel, "after the greedy pass")
         fallbacks = int(d.repeated)
         if frames < FULL_WINDOW_FRAMES:
             d, redone = self._redo_on_full_window(samples, d)

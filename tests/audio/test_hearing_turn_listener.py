@@ -16,7 +16,7 @@ from audio.edges.wav import FloatArray
 from audio.events import AudioEvent, SpeechEnded, SpeechStarted, Transcribed, UtteranceFailed
 from audio.hearing.listener import Listener
 from audio.hearing.settings import HearingSettings
-from audio.hearing.stt import Transcription
+from audio.hearing.stt import CancelToken, DecodeCancelled, Transcription
 from audio.hearing.turn_model import SmartTurnModel, TurnVerdict, default_model_path
 from audio.hearing.whisper_stt import WhisperTranscriber
 from audio.tools.bench_turns import hesitation
@@ -33,13 +33,25 @@ class Counting:
 
     inner: WhisperTranscriber
     calls: list[int] = field(default_factory=list)
+    tokens: list[CancelToken] = field(default_factory=list)
+    """The cancel tokens of the speculative decodes, in order."""
+    cancelled: list[int] = field(default_factory=list)
+    """Decodes (index in ``calls``) that stopped on their token."""
 
     def load(self) -> None:
         self.inner.load()
 
-    def transcribe(self, samples: FloatArray, speech_ratio: float | None = None) -> Transcription:
+    def transcribe(
+        self, samples: FloatArray, speech_ratio: float | None = None, cancel: CancelToken | None = None
+    ) -> Transcription:
         self.calls.append(len(samples))
-        return self.inner.transcribe(samples, speech_ratio)
+        if cancel is not None:
+            self.tokens.append(cancel)
+        try:
+            return self.inner.transcribe(samples, speech_ratio, cancel)
+        except DecodeCancelled:
+            self.cancelled.append(len(self.calls) - 1)
+            raise
 
     def set_language(self, lang: str) -> None:
         self.inner.set_language(lang)
@@ -178,3 +190,39 @@ async def test_silence_and_steady_noise_never_ask_the_model(
     assert model.calls == calls and len(rec.of(SpeechStarted)) == started
     if noise_db < -60:
         assert calls == 0 and not listener.turn_asks
+
+
+def with_pauses(audio: FloatArray, at_s: list[float], pause_s: float) -> FloatArray:
+    """``audio`` with ``pause_s`` of silence put in at each of ``at_s`` (points between words)."""
+    cuts = [0, *(round(t * 16000) for t in at_s), len(audio)]
+    pieces: list[FloatArray] = []
+    for a, b in itertools.pairwise(cuts):
+        pieces += [audio[a:b], hearing_silence(pause_s)]
+    return np.concatenate(pieces[:-1])
+
+
+async def test_stale_speculative_decodes_are_cancelled_and_the_whole_sentence_comes(
+    hearing_transcriber: WhisperTranscriber, turn_model: SmartTurnModel, jfk: FloatArray
+) -> None:
+    """Two short pauses (0.25 s) inside the sentence, after "ask not" and after "for you": each asks
+    the model and starts a speculative decode that the words after it make stale 130 ms later, long
+    before such a decode is done. The Listener sets their tokens, so they stop at their next stage
+    (or never start) and give nothing; the decode of the turn's end is not cancelled, and the one
+    transcript holds the whole sentence."""
+    stt, model = Counting(hearing_transcriber), CountingModel(turn_model)
+    sentence = with_pauses(jfk, [1.8, 4.98], 0.25)
+    listener, rec = await listen(sentence, stt, model, fallback_ms=HearingSettings().turn_fallback_ms)
+    assert not rec.of(UtteranceFailed) and len(rec.of(SpeechStarted)) == 1
+    (done,) = rec.of(Transcribed)
+    assert isinstance(done, Transcribed)
+    text = done.text.lower()
+    assert "ask not" in text and "what your country" in text and "for your country" in text
+    asks = list(listener.turn_asks)
+    stale = [a for a in asks if a.stale]
+    assert len(stale) >= 2, asks  # the two pauses inside the sentence
+    # Every speculative decode but one of the turn's end was told to stop, and at least one of the
+    # stale ones really stopped early (cancelled at a stage, or never started).
+    told = [t.is_set() for t in stt.tokens]
+    assert told.count(False) <= 1 and told.count(True) >= len(told) - 1
+    never_started = len(asks) - len(stt.tokens)
+    assert stt.cancelled or never_started > 0, (asks, stt.calls)
