@@ -19,6 +19,7 @@ from __future__ import annotations
 import difflib
 import logging
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from audio.edges.wav import FloatArray
-from audio.hearing.engine import CancelToken, ModelUnavailable
+from audio.hearing.engine import ModelUnavailable
 from audio.hearing.wer import normalise_for_wer, reference_words, word_errors
 
 _LOGGER = logging.getLogger(__name__)
@@ -127,7 +128,7 @@ class MoonshineRecogniser:
         self.transcribe(np.zeros(MIN_SAMPLES, dtype=np.float32))  # first run allocates; not mid-reply
         _LOGGER.info("cross-check model %s loaded in %.1f s", self.model_dir, time.monotonic() - t0)
 
-    def transcribe(self, samples: FloatArray, cancel: CancelToken | None = None) -> str:
+    def transcribe(self, samples: FloatArray, cancel: threading.Event | None = None) -> str:
         """Greedy transcript of 16 kHz mono float32 ``samples`` (blocking); stops between decoder
         steps once ``cancel`` is set (the caller no longer needs it) and then returns ""."""
         if self._decoder is None:

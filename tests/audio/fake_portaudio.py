@@ -27,7 +27,7 @@ from audio.edges.portaudio import shared
 from audio.edges.sinks import StreamTime
 from audio.edges.wav import FloatArray
 from audio.hearing.settings import HearingSettings
-from audio.hearing.stt import Transcription
+from audio.hearing.stt import CancelToken, Transcription
 from audio.speaking.playback import PlaybackQueue, QueuedPiece
 
 
@@ -275,7 +275,9 @@ class NoSpeech:
 
     def load(self) -> None: ...
 
-    def transcribe(self, samples: FloatArray, speech_ratio: float | None = None) -> Transcription:
+    def transcribe(
+        self, samples: FloatArray, speech_ratio: float | None = None, cancel: CancelToken | None = None
+    ) -> Transcription:
         raise AssertionError("nothing should be transcribed")
 
     def set_language(self, lang: str) -> None: ...

@@ -22,7 +22,7 @@ from audio.events import (
 )
 from audio.hearing.listener import Listener
 from audio.hearing.settings import HearingSettings
-from audio.hearing.stt import Transcription
+from audio.hearing.stt import CancelToken, Transcription
 from audio.hearing.wer import word_errors
 from audio.hearing.whisper_stt import WhisperTranscriber
 from tests.audio.conftest import hearing_room
@@ -304,9 +304,11 @@ class CallLog:
     def set_language(self, lang: str) -> None:
         self.inner.set_language(lang)
 
-    def transcribe(self, samples: FloatArray, speech_ratio: float | None = None) -> Transcription:
+    def transcribe(
+        self, samples: FloatArray, speech_ratio: float | None = None, cancel: CancelToken | None = None
+    ) -> Transcription:
         self.started.append(len(self.rec.events))
-        return self.inner.transcribe(samples, speech_ratio)
+        return self.inner.transcribe(samples, speech_ratio, cancel)
 
 
 def make_logged(

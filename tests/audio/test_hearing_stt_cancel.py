@@ -12,7 +12,7 @@ import pytest
 
 from audio.edges.wav import FloatArray
 from audio.hearing import whisper_stt
-from audio.hearing.engine import CancelToken, DecodeCancelled
+from audio.hearing.engine import DecodeCancelled
 from audio.hearing.settings import HearingSettings
 from audio.hearing.speech_gate import SpeechGate
 from audio.hearing.stt_openai import OpenAITranscriber
@@ -27,11 +27,11 @@ PHRASE = "Yes, please."
 @pytest.fixture
 def stages(
     hearing_transcriber: WhisperTranscriber, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[tuple[Counter[str], list[CancelToken | None]]]:
+) -> Iterator[tuple[Counter[str], list[threading.Event | None]]]:
     """Counts each stage of the real transcriber's decodes (the stages still run for real), and the
     tokens the cross-check recogniser was given."""
     seen: Counter[str] = Counter()
-    cross_tokens: list[CancelToken | None] = []
+    cross_tokens: list[threading.Event | None] = []
     stt = hearing_transcriber
 
     def counted(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
@@ -50,7 +50,7 @@ def stages(
     assert cross is not None, "the cross-check recogniser is on by default"
     real_cross = cross.transcribe
 
-    def cross_check(samples: FloatArray, cancel: CancelToken | None = None) -> str:
+    def cross_check(samples: FloatArray, cancel: threading.Event | None = None) -> str:
         cross_tokens.append(cancel)
         return real_cross(samples, cancel)
 
@@ -61,7 +61,7 @@ def stages(
 def test_a_decode_cancelled_during_the_greedy_pass_stops_after_it(
     hearing_transcriber: WhisperTranscriber,
     hearing_say: Callable[[str], FloatArray],
-    stages: tuple[Counter[str], list[CancelToken | None]],
+    stages: tuple[Counter[str], list[threading.Event | None]],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     seen, cross_tokens = stages
@@ -92,7 +92,7 @@ def test_a_decode_cancelled_before_it_starts_never_starts(
     hearing_transcriber: WhisperTranscriber,
     hearing_settings: HearingSettings,
     hearing_say: Callable[[str], FloatArray],
-    stages: tuple[Counter[str], list[CancelToken | None]],
+    stages: tuple[Counter[str], list[threading.Event | None]],
 ) -> None:
     seen, cross_tokens = stages
     cancel = threading.Event()
