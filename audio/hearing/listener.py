@@ -92,6 +92,13 @@ def text_wait_s(settings: HearingSettings) -> float:
     return max(0.0, (settings.turn_fallback_ms - settings.turn_pause_ms) / 1000.0)
 
 
+def _retrieved(fut: asyncio.Future[Transcription]) -> None:
+    """Mark a decode's outcome as seen (a cancelled speculative decode's ``DecodeCancelled`` is
+    expected, never logged as an exception nobody retrieved)."""
+    if not fut.cancelled():
+        fut.exception()
+
+
 def _new_id() -> str:
     return "u-" + uuid.uuid4().hex[:12]
 
@@ -384,7 +391,11 @@ class Listener:
         self.heard_samples += len(block)
         events = self._segmenter.feed(np.asarray(block, dtype=np.float32))
         self._block_clock = (now, self._segmenter.endpointer.samples_seen + self._segmenter.pending_samples)
-        if self._spec is not None and self._segmenter.endpointer.open_question != self._spec.ask:
+        if (
+            self._spec is not None
+            and self._segmenter.endpointer.open_question != self._spec.ask
+            and not any(isinstance(ev, UtteranceComplete) for ev in events)  # `_complete` decides
+        ):
             self._drop_spec()  # the user went on speaking after the pause
         self._handle(events)
 
@@ -476,8 +487,9 @@ class Listener:
         if self.settings.turn_text_check != "off" and spec.decode is not None:
             # A decode slower than the fallback (a loaded board) leaves the verdict to the model.
             with contextlib.suppress(Exception, asyncio.CancelledError, TimeoutError):
-                wait = asyncio.shield(asyncio.wrap_future(spec.decode))
-                result = await asyncio.wait_for(wait, text_wait_s(self.settings))
+                decoded = asyncio.wrap_future(spec.decode)
+                decoded.add_done_callback(_retrieved)  # also when the wait below times out first
+                result = await asyncio.wait_for(asyncio.shield(decoded), text_wait_s(self.settings))
                 text, end_prob = result.text, result.end_prob
         stale = self._spec is not spec  # speech resumed, or the utterance ended (fallback, close)
         complete = not stale and turn_complete(

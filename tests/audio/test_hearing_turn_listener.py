@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pytest
@@ -116,8 +116,11 @@ async def listen(
     model: CountingModel,
     fallback_ms: int = FALLBACK_MS,
     noise_db: float = -65.0,
+    threshold: float | None = None,
 ) -> tuple[Listener, Events]:
     settings = HearingSettings(turn_detector="smart_turn", turn_fallback_ms=fallback_ms)
+    if threshold is not None:
+        settings = replace(settings, turn_threshold=threshold)
     mic = SimulatedMicrophone(speed=1.0, noise_db=noise_db)
     rec = Events()
     ids = itertools.count(1)
@@ -226,3 +229,24 @@ async def test_stale_speculative_decodes_are_cancelled_and_the_whole_sentence_co
     assert told.count(False) <= 1 and told.count(True) >= len(told) - 1
     never_started = len(asks) - len(stt.tokens)
     assert stt.cancelled or never_started > 0, (asks, stt.calls)
+
+
+async def test_a_turn_ended_by_the_fallback_takes_its_speculative_decode_uncancelled(
+    hearing_transcriber: WhisperTranscriber, turn_model: SmartTurnModel, jfk: FloatArray
+) -> None:
+    """Threshold 1.0: the model never calls the turn complete, so the fallback silence ends it. No
+    speech came since the question at the last pause, so the decode started there (the Whisper
+    thread idle: it runs beside the model) is the transcript -- not cancelled when the utterance
+    closes, and no second decode of the same audio."""
+    stt, model = Counting(hearing_transcriber), CountingModel(turn_model)
+    listener, rec = await listen(
+        jfk, stt, model, fallback_ms=HearingSettings().turn_fallback_ms, threshold=1.0
+    )
+    (ended,) = rec.of(SpeechEnded)
+    (done,) = rec.of(Transcribed)
+    assert isinstance(ended, SpeechEnded) and isinstance(done, Transcribed) and ended.end == "silence"
+    assert "what your country" in done.text.lower() and "for your country" in done.text.lower()
+    asks = list(listener.turn_asks)
+    assert asks and not any(a.complete for a in asks), asks
+    assert stt.tokens and not stt.tokens[-1].is_set() and not stt.cancelled
+    assert len(stt.calls) == len(stt.tokens), stt.calls  # every decode was a speculative one
