@@ -84,6 +84,16 @@ class TimerFired:
     ts: float
 
 
+@dataclass(frozen=True, slots=True)
+class StorageProblem:
+    """The state directory stopped taking writes (``ok=False``: a read-only or failing card; what
+    could not be written is kept in memory) or takes them again (``ok=True``); ``detail`` says which."""
+
+    ok: bool
+    detail: str
+    ts: float
+
+
 DeviceInput = (
     Booted
     | Tapped
@@ -93,5 +103,6 @@ DeviceInput = (
     | LinkChanged
     | AgentPresence
     | TimerFired
+    | StorageProblem
     | AudioEvent
 )
