@@ -199,6 +199,9 @@ class Listener:
             return
         self._loop = asyncio.get_running_loop()
         self._want_open = True
+        prepare = getattr(self._stt, "prepare", None)  # a transcriber that loads lazily gets ready
+        if prepare is not None:
+            prepare()
         self._watchdog = asyncio.create_task(self._watch_stalls())
         try:
             await self._start_source()
