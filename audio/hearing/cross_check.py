@@ -86,11 +86,12 @@ class MoonshineRecogniser:
     ``transcribe()`` from one thread at a time.
 
     ``lazy`` (the runtime's way): ``load()`` only checks that the files are there, and the sessions
-    open on ``prepare()`` (the listener calls it through the transcriber when the microphone first
-    opens: the device woke up) or else on the first ``transcribe``: ~70 MiB resident that a device
-    asleep since its start does not need (``robot-face bench footprint``). Opening takes 1-3 s on
-    this machine; an utterance that ends before it finished waits for it (its transcript is the
-    same, only later).
+    open on ``prepare()`` (the listener calls it through the transcriber when the microphone
+    opens: the device woke up) or else on the first ``transcribe``, and close on ``release()`` (the
+    microphone closed: asleep, nothing is heard): ~75 MiB resident that a sleeping device does not
+    need (``robot-face bench footprint``; a dozen open/close cycles leave nothing behind). Opening
+    takes 1-3 s of one core on this machine, beside the wake-up animation; an utterance that ends
+    before it finished waits for it (its transcript is the same, only later).
     """
 
     def __init__(self, model_dir: Path, threads: int = 1, *, lazy: bool = False) -> None:
@@ -133,6 +134,18 @@ class MoonshineRecogniser:
             self._open()
         except ModelUnavailable as err:
             _LOGGER.error("%s", err)
+
+    def release(self) -> None:
+        """Close the sessions (lazy only; the next ``prepare`` or ``transcribe`` opens them again);
+        not while ``transcribe`` runs: call it from the thread that transcribes."""
+        if not self.lazy:
+            return
+        with self._open_lock:
+            if self._decoder is None:
+                return
+            self._encoder = self._decoder = self._tokenizer = None
+            self._empty_cache = {}
+        _LOGGER.info("cross-check model %s closed (asleep)", self.model_dir)
 
     def _open(self) -> None:
         """Open the ONNX sessions and the tokenizer (once)."""

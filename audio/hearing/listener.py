@@ -222,6 +222,9 @@ class Listener:
         closed = self._stop_source()
         self._interrupt("microphone closed")
         await asyncio.wrap_future(closed)
+        rest = getattr(self._stt, "rest", None)  # asleep: a lazily loading transcriber lets go
+        if rest is not None:
+            rest()
 
     async def aclose(self) -> None:
         """Close and wait for queued decodes to finish; the Listener cannot be used afterwards."""

@@ -53,6 +53,12 @@ class SpeechGate(Generic[E]):
         if prepare is not None:
             prepare()
 
+    def rest(self) -> None:
+        """The microphone closed (asleep): the engine may let go of what it opens lazily."""
+        rest = getattr(self.engine, "rest", None)
+        if rest is not None:
+            rest()
+
     @property
     def language(self) -> str:
         """The engine's language."""

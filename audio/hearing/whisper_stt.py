@@ -156,6 +156,12 @@ class WhisperTranscriber:
         if self._cross is not None and not self._cross.loaded:
             self._voice_pool.submit(self._cross.prepare)
 
+    def rest(self) -> None:
+        """The microphone closed (asleep: nothing is heard): the cross-check's sessions close, after
+        any decode of theirs still running (same thread); ``prepare`` opens them again on waking."""
+        if self._cross is not None:
+            self._voice_pool.submit(self._cross.release)
+
     def _make_tokenizer(self) -> None:
         from faster_whisper.tokenizer import Tokenizer
 

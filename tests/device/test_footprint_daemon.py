@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from agent_link.harness.client import AgentHarness
 from agent_link.harness.reliability.daemon import DaemonProcess
 from agent_link.harness.user_voice import UserVoice
-from device.memory import process_memory
+from device.memory import TRIM_INTERVAL_S, process_memory
 from tests.broker import Mosquitto
 
 
@@ -48,12 +49,12 @@ async def test_a_cross_check_set_off_is_not_loaded_and_onnx_never_is(
     assert not daemon.errors(), daemon.errors()
 
 
-async def test_the_cross_check_opens_when_the_device_wakes_and_pyav_never_loads(
+async def test_the_cross_check_opens_while_awake_only_and_pyav_never_loads(
     mosquitto: Mosquitto, tmp_path: Path
 ) -> None:
-    """Asleep since its start, the daemon has not opened the cross-check recogniser (~70 MiB); the
-    first wake opens it (before the first utterance needs it), once. PyAV, which faster-whisper
-    imports for reading files, is never loaded."""
+    """Asleep since its start, the daemon has not opened the cross-check recogniser (~75 MiB); a
+    wake opens it (before the first utterance needs it), once; falling asleep closes it and gives
+    the memory back. PyAV, which faster-whisper imports for reading files, is never loaded."""
     daemon = DaemonProcess(mosquitto.url, "footprint-lazy", tmp_path / "daemon")
     async with AgentHarness(mosquitto.url, device_id="footprint-lazy") as harness:
         await harness.set_agent_online(True)
@@ -72,6 +73,16 @@ async def test_the_cross_check_opens_when_the_device_wakes_and_pyav_never_loads(
             await harness.sim_tap()  # a tap while awake: not a second load
             await harness.wait_for("tap", 10)
             assert daemon.count(r"cross-check model .* loaded") == 1
+            awake = process_memory(pid).rss
+            await harness.sleep()
+            await harness.wait_for("asleep", 15)
+            await daemon.wait_log(r"cross-check model .* closed \(asleep\)", timeout=15)
+            await asyncio.sleep(TRIM_INTERVAL_S + 1)  # the daemon's malloc trimming has run since
+            asleep = process_memory(pid).rss
+            assert asleep < awake - 25, f"asleep {asleep:.0f} MiB, awake {awake:.0f} MiB"
+            await harness.sim_tap()  # waking opens it again
+            await harness.wait_for("wake", 15)
+            await daemon.wait_log(r"cross-check model .* loaded", count=2, timeout=30)
             mapped = _mapped_files(pid)
             assert not [f for f in mapped if "/av.libs/" in f or "/site-packages/av/" in f], "PyAV loaded"
         finally:
