@@ -66,11 +66,13 @@ class StateDir:
         self._unsaved: dict[Path, bytes] = {}
         """The last content of each file whose write failed, written by ``retry``."""
         self._lock = threading.Lock()
+        self._existed = self.root.is_dir()
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             probe = self.root / f".write-test-{os.getpid()}"
             probe.write_bytes(b"")
             probe.unlink()
+            self._existed = True
         except OSError as err:
             if not _is_storage_fault(err, self.root):
                 raise StateDirUnusable(f"{self.root} cannot be used: {err.strerror or err}") from err
@@ -159,7 +161,7 @@ class StateDir:
         the same file replaces it) and log it. True when it is on disk."""
         with self._lock:
             try:
-                atomic_write(path, data)
+                self._atomic_write(path, data)
             except OSError as err:
                 self._unsaved[path] = data
                 if self.fault is None:
@@ -178,13 +180,20 @@ class StateDir:
                 return True
             for path, data in list(self._unsaved.items()):
                 try:
-                    atomic_write(path, data)
+                    self._atomic_write(path, data)
                 except OSError as err:
                     _LOGGER.debug("%s still cannot be written: %s", path, err)
                     return False
                 del self._unsaved[path]
             self._recovered()
             return True
+
+    def _atomic_write(self, path: Path, data: bytes) -> None:
+        """``atomic_write``, but a state directory that was there at start and is gone now (its
+        filesystem unmounted) is not made again on what lies beneath: the write fails."""
+        if self._existed and not self.root.is_dir():
+            raise FileNotFoundError(errno.ENOENT, "the state directory is gone (unmounted?)", str(self.root))
+        atomic_write(path, data)
 
     def _recovered(self) -> None:
         _LOGGER.warning(

@@ -38,12 +38,15 @@ class CommandIdStore:
         self.fault: str | None = None
         """Why the ids cannot be written now (None: they are on disk)."""
         self._retry_at = 0.0
+        self._existed = False
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             db = self._connect()
             rows = db.execute("SELECT id FROM ids ORDER BY n DESC LIMIT ?", (capacity,)).fetchall()
             self._db = db
+            self._existed = True
         except (sqlite3.Error, OSError) as err:
+            self._existed = self.path.exists()
             self.fault = f"command id store {self.path} cannot be written: {err}"
             self._retry_at = time.monotonic() + REOPEN_INTERVAL_S
             rows = _read_only(self.path, capacity)
@@ -58,7 +61,13 @@ class CommandIdStore:
             self._ids[command_id] = None
 
     def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        """The database, made if it was not there at start; one that was is not made anew (on what
+        lies beneath an unmounted filesystem, say): then it fails until the file is back."""
+        if self._existed:
+            uri = f"{self.path.absolute().as_uri()}?mode=rw"
+            db = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
+        else:
+            db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=FULL")
         db.execute("CREATE TABLE IF NOT EXISTS ids (n INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE)")

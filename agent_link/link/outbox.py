@@ -115,6 +115,7 @@ class Outbox:
         self._next_memory_key = -1
         self._renamed: dict[int, int] = {}
         self._last_try = 0.0
+        self._existed = self.path.exists()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
@@ -128,6 +129,7 @@ class Outbox:
                 raise OutboxError(f"cannot open outbox {self.path}: {err}") from err
             self._open_read_only(err)
             return
+        self._existed = True
         self._last_seq = int(row[0]) if row else 0
         self._count = int(count)
 
@@ -230,6 +232,14 @@ class Outbox:
             len(self._held),
         )
 
+    def _reconnect(self) -> sqlite3.Connection:
+        """The database opened again for writing; one that existed is not made anew (on what lies
+        beneath an unmounted filesystem, say): then it fails until the file is back."""
+        if not self._existed:
+            return sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        uri = f"{self.path.absolute().as_uri()}?mode=rw"
+        return sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
+
     def retry(self) -> bool:
         """While the database cannot be written, try it again (at most every ``RECOVERY_INTERVAL_S``);
         True when the outbox is on disk."""
@@ -285,7 +295,7 @@ class Outbox:
             return False
         self._last_try = now
         try:
-            db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            db = self._reconnect()
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=FULL")
             db.executescript(_SCHEMA)  # absent when the daemon started on a read-only directory

@@ -196,6 +196,37 @@ def test_state_dir_read_only_at_start_runs_from_memory_and_numbers_the_boot_by_t
     assert CommandIdStore(reopened.command_ids_path).seen("c-during")
 
 
+def test_nothing_is_written_beneath_the_card_while_it_is_unmounted(
+    disk: FailingDisk, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between unmounting the failed card and mounting it again, the mount point is a plain writable
+    directory: the stores must not take it for the card come back (and write there, hidden later)."""
+    monkeypatch.setattr(outbox_module, "RECOVERY_INTERVAL_S", 0.0)
+    monkeypatch.setattr(command_ids_module, "REOPEN_INTERVAL_S", 0.0)
+    state = StateDir(disk.mountpoint / "state")
+    boot = state.next_boot()
+    box = Outbox(state.outbox_path, "dev", boot)
+    ids = CommandIdStore(state.command_ids_path)
+    box.append(TapBody(source="sim", ts=1.0))
+    ids.remember("c1")
+    disk.fail()
+    state.save_settings(Settings(volume=0.9))
+    box.append(TapBody(source="sim", ts=2.0))
+    ids.remember("c2")
+
+    def meanwhile() -> None:
+        assert not state.retry() and not box.retry() and not ids.retry()
+        assert not (disk.mountpoint / "state").exists()
+
+    disk.repair(while_unmounted=meanwhile)
+    assert state.retry() and box.retry() and ids.retry()
+    box.close()
+    ids.close()
+    assert StateDir(state.root).load_settings(Settings()) == Settings(volume=0.9)
+    assert _seqs(Outbox(state.outbox_path, "dev", boot)) == [1, 2]
+    assert CommandIdStore(state.command_ids_path).seen("c2")
+
+
 async def test_a_storage_fault_shows_on_the_face_and_settings_saved_meanwhile_are_not_lost(
     disk: FailingDisk, mosquitto: Mosquitto
 ) -> None:
