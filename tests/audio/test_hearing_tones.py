@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from audio.edges.wav import FloatArray
-from audio.hearing.engine import Transcription
+from audio.hearing.engine import CancelToken, Transcription
 from audio.hearing.settings import HearingSettings
 from audio.hearing.speech_gate import SpeechGate
 from audio.hearing.tones import is_pure_tone, tone_share
@@ -66,9 +66,11 @@ def test_a_beep_gets_no_transcript(
     reached: list[int] = []
     decode = hearing_transcriber.transcribe
 
-    def engine(samples: FloatArray, speech_ratio: float | None = None) -> Transcription:
+    def engine(
+        samples: FloatArray, speech_ratio: float | None = None, cancel: CancelToken | None = None
+    ) -> Transcription:
         reached.append(len(samples))
-        return decode(samples, speech_ratio)
+        return decode(samples, speech_ratio, cancel)
 
     monkeypatch.setattr(hearing_transcriber, "transcribe", engine)
     beep = np.concatenate([hearing_silence(0.3), tone(freqs, 0.8), hearing_silence(0.9)])
