@@ -35,7 +35,8 @@ Verdict = Command | Rejection | None
 
 @dataclass
 class _Admitted:
-    payload: bytes
+    payload: bytes | None
+    """None: not a command, only kept in arrival order (:meth:`CommandGate.in_order`)."""
     now: float
     then: Callable[[Verdict], None]
     durable: asyncio.Future[None]
@@ -53,7 +54,8 @@ class CommandGate:
     in a worker thread; each verdict is handed on (``then``) and its future resolved only once its
     id is on disk, so the MQTT acknowledgement that waits for the future never runs ahead of it (a
     command redelivered after a crash is still a duplicate). At most one commit runs at a time: a
-    command waits for the one in progress, if any, and its own batch's.
+    command waits for the one in progress, if any, and its own batch's. What the link hands over
+    besides commands keeps its place in arrival order behind them (:meth:`in_order`).
     """
 
     def __init__(self, store: CommandIdStore) -> None:
@@ -78,6 +80,15 @@ class CommandGate:
         if self._committer is None:
             self._committer = loop.create_task(self._commit_batches())
         return self._queue[-1].durable
+
+    def in_order(self, then: Callable[[], None]) -> None:
+        """Run ``then`` (a non-command message) in arrival order: now if no command waits for a
+        commit, else right after those admitted before it are handed on."""
+        if self._committer is None:
+            then()
+            return
+        future = asyncio.get_running_loop().create_future()
+        self._queue.append(_Admitted(None, 0.0, lambda _: then(), future))
 
     async def drain(self) -> None:
         """Wait until every admitted payload was committed and handed on."""
@@ -104,12 +115,15 @@ class CommandGate:
         finally:  # also when cancelled (shutdown): what is left is not acknowledged, so it is redelivered
             self._committer = None
 
-    def _check_all(self, items: list[tuple[bytes, float]]) -> list[Verdict]:
+    def _check_all(self, items: list[tuple[bytes | None, float]]) -> list[Verdict]:
         """Check a batch (in a worker thread) and save the new ids in one transaction."""
         fresh: list[str] = []
         seen_here: set[str] = set()
-        verdicts = []
+        verdicts: list[Verdict] = []
         for payload, now in items:
+            if payload is None:
+                verdicts.append(None)
+                continue
             verdict, command_id = self._decide(payload, now, seen_here)
             verdicts.append(verdict)
             if command_id is not None:

@@ -51,14 +51,21 @@ class MessageReader:
     def __call__(self, kind: str, payload: bytes, received: float) -> asyncio.Future[None] | None:
         """The link's message callback: never raises (one bad message must not hurt the link). A
         command goes through the gate's group commit: the future is done (and the command put)
-        once its id is on disk; the link acknowledges the message then."""
+        once its id is on disk; the link acknowledges the message then. Other messages keep their
+        place behind the commands that arrived before them (``gate.in_order``)."""
         try:
             if kind == "command":
                 return self.gate.admit(payload, time.time(), lambda verdict: self._command(verdict, received))
-            self._read(kind, payload, received)
+            self.gate.in_order(lambda: self._guarded(kind, payload, received))
         except Exception:
             _LOGGER.exception("Error handling a %s message (%d bytes); continuing", kind, len(payload))
         return None
+
+    def _guarded(self, kind: str, payload: bytes, received: float) -> None:
+        try:
+            self._read(kind, payload, received)
+        except Exception:
+            _LOGGER.exception("Error handling a %s message (%d bytes); continuing", kind, len(payload))
 
     def _command(self, verdict: Verdict, received: float) -> None:
         if isinstance(verdict, Rejection):

@@ -141,3 +141,19 @@ def test_remember_all_is_one_transaction_that_survives_a_reopen(tmp_path: Path) 
     store.close()
     reopened = CommandIdStore(tmp_path / "ids.db", capacity=5)
     assert [reopened.seen(f"c-{i}") for i in range(7)] == [False, False, True, True, True, True, True]
+
+
+async def test_other_messages_keep_their_place_behind_commands_awaiting_their_commit(tmp_path: Path) -> None:
+    gate = CommandGate(CommandIdStore(tmp_path / "ids.db"))
+    order: list[str] = []
+    gate.in_order(lambda: order.append("tap-0"))  # nothing waits: at once
+    assert order == ["tap-0"]
+    done = [
+        gate.admit(_say(f"c-{i}"), 1.0, lambda v: order.append(v.id if isinstance(v, SayCommand) else "?"))
+        for i in range(3)
+    ]
+    gate.in_order(lambda: order.append("tap-1"))
+    assert order == ["tap-0"]  # the tap waits for the chunks sent before it
+    await asyncio.wait_for(asyncio.gather(*done), 10)
+    await gate.drain()
+    assert order == ["tap-0", "c-0", "c-1", "c-2", "tap-1"]
