@@ -130,8 +130,8 @@ class CommandIdStore:
                 with contextlib.suppress(sqlite3.Error):
                     db.execute("ROLLBACK")
                 _LOGGER.error(
-                    "Cannot persist %d command ids in %s: %s (kept in memory, saved once it can be written)",
-                    len(command_ids),
+                    "Cannot persist command ids %s in %s: %s (kept in memory, saved once it can be written)",
+                    ", ".join(repr(i) for i in command_ids),
                     self.path,
                     err,
                 )
