@@ -204,6 +204,9 @@ class Listener:
             return
         self._loop = asyncio.get_running_loop()
         self._want_open = True
+        prepare = getattr(self._stt, "prepare", None)  # a transcriber that loads lazily gets ready
+        if prepare is not None:
+            prepare()
         self._watchdog = asyncio.create_task(self._watch_stalls())
         try:
             await self._start_source()
@@ -224,6 +227,9 @@ class Listener:
         closed = self._stop_source()
         self._interrupt("microphone closed")
         await asyncio.wrap_future(closed)
+        rest = getattr(self._stt, "rest", None)  # asleep: a lazily loading transcriber lets go
+        if rest is not None:
+            rest()
 
     async def aclose(self) -> None:
         """Close and wait for queued decodes to finish; the Listener cannot be used afterwards."""

@@ -121,7 +121,7 @@ class WhisperTranscriber:
         self._beam_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stt-beam")
         """The second-opinion beam search, started beside the greedy pass."""
         cross_dir = resolve_model_dir(settings.stt_cross_check_model)
-        self._cross = MoonshineRecogniser(cross_dir) if cross_dir is not None else None
+        self._cross = MoonshineRecogniser(cross_dir, lazy=True) if cross_dir is not None else None
 
     @property
     def loaded(self) -> bool:
@@ -165,6 +165,18 @@ class WhisperTranscriber:
         if self._cross is not None:
             self._cross.load()
         _LOGGER.info("Whisper model %s loaded in %.1f s", name, time.monotonic() - t0)
+
+    def prepare(self) -> None:
+        """The microphone opened: the cross-check's sessions (opened lazily, see ``MoonshineRecogniser``)
+        open now on its own thread, so the first utterance rarely waits for them; returns at once."""
+        if self._cross is not None and not self._cross.loaded:
+            self._voice_pool.submit(self._cross.prepare)
+
+    def rest(self) -> None:
+        """The microphone closed (asleep: nothing is heard): the cross-check's sessions close, after
+        any decode of theirs still running (same thread); ``prepare`` opens them again on waking."""
+        if self._cross is not None:
+            self._voice_pool.submit(self._cross.release)
 
     def _make_tokenizer(self) -> None:
         from faster_whisper.tokenizer import Tokenizer

@@ -90,6 +90,16 @@ class TimerFired:
 
 
 @dataclass(frozen=True, slots=True)
+class StorageProblem:
+    """The state directory stopped taking writes (``ok=False``: a read-only or failing card; what
+    could not be written is kept in memory) or takes them again (``ok=True``); ``detail`` says which."""
+
+    ok: bool
+    detail: str
+    ts: float
+
+
+@dataclass(frozen=True, slots=True)
 class Reached:
     """The inbox's marker: every data item that arrived before control item ``arrival`` was stepped.
 
@@ -108,6 +118,7 @@ DeviceInput = (
     | LinkChanged
     | AgentPresence
     | TimerFired
+    | StorageProblem
     | Reached
     | AudioEvent
 )

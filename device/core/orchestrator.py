@@ -100,6 +100,7 @@ from device.core.inputs import (
     LinkChanged,
     Reached,
     Stamped,
+    StorageProblem,
     Tapped,
     TimerFired,
     TypedText,
@@ -631,6 +632,12 @@ def _on_audio_problem(
     return replace(state, faults=faults)
 
 
+def _on_storage(state: DeviceState, ev: StorageProblem, out: list[Action], rules: Rules) -> DeviceState:
+    out.append(Note("warning" if ev.ok else "error", f"Storage {'back' if ev.ok else 'fault'}: {ev.detail}"))
+    faults = state.faults - {"storage"} if ev.ok else state.faults | {"storage"}
+    return replace(state, faults=faults)
+
+
 def _on_timer(state: DeviceState, ev: TimerFired, out: list[Action], rules: Rules) -> DeviceState:
     if ev.name == THINKING_TIMER:
         return replace(state, thinking=False)
@@ -674,6 +681,7 @@ _HANDLERS.add(CommandRefused, _on_refused)
 _HANDLERS.add(LinkChanged, _on_link)
 _HANDLERS.add(AgentPresence, _on_agent)
 _HANDLERS.add(AudioDeviceProblem, _on_audio_problem)
+_HANDLERS.add(StorageProblem, _on_storage)
 _HANDLERS.add(TimerFired, _on_timer)
 _HANDLERS.add(Reached, _on_reached)
 

@@ -112,7 +112,7 @@ class DeviceState:
     connected: bool = False
     agent_online: bool = False
     faults: frozenset[str] = frozenset()
-    """Audio directions currently failing ("input", "output")."""
+    """What is failing now: audio directions ("input", "output"), "storage" (the state directory)."""
     shown: FaceState | None = None
     """The face state last decided (``display_of`` when it was decided); None before the first."""
     waking: bool = False

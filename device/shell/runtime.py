@@ -45,6 +45,7 @@ from device.shell.messages import MessageReader
 from device.shell.notify import SystemdNotifier
 from device.shell.parts import make_face, make_source, make_speaker
 from device.shell.records import OpenRecords
+from device.shell.storage_watch import StorageWatch, Store
 from face.tags import TagVocabulary
 from face.web import FaceWebServer
 
@@ -188,6 +189,8 @@ class Runtime:
         if failed is not None:
             return await self._abort_start(server, failed)
         self._spawn(self._orchestrate(), "orchestrator")
+        stores: list[Store] = [self.state_dir, self.outbox, self.gate.store]
+        self._spawn(StorageWatch(stores, self.put).run(), "storage-watch")
         self._spawn(self._announce_ready(), "readiness")
         if self.config.device.watchdog:
             self._spawn(self.notifier.keep_alive(self.healthy), "watchdog")
