@@ -144,7 +144,7 @@ class CommandIdStore:
         commands that arrived together. Durable when it returns, unless the database cannot be
         written (then they are kept like an id whose write failed)."""
         with self._lock:
-            db = None if self._unsaved else self._db
+            db = None if self.fault is not None else self._db
             if db is not None:
                 try:
                     db.execute("BEGIN IMMEDIATE")
@@ -167,6 +167,7 @@ class CommandIdStore:
                     err,
                 )
                 self._unsaved = [*self._unsaved, *command_ids][-self.capacity :]
+                self.fault = f"command id store {self.path} cannot be written: {err}"
                 self._retry_at = time.monotonic() + REOPEN_INTERVAL_S
 
     def __len__(self) -> int:
