@@ -209,10 +209,10 @@ class FrontEnd:
         if last == 0.0:  # the speaker opens a little after the microphone
             return "no reference from the speaker" if self.stats.frames > 500 else None
         if now - last > REFERENCE_STALL_S + 1.0:  # play times run up to ~1 s ahead of now
-            return f"the speaker's reference stopped {now - last:.1f} s ago"
+            return "the speaker's reference stopped (the speaker vanished or stalled)"
         self._resync_times = [t for t in self._resync_times if now - t < 60.0]
         if len(self._resync_times) > MAX_RESYNCS:
-            return f"the speaker's timing jumped {len(self._resync_times)} times in a minute"
+            return f"the speaker's timing jumped more than {MAX_RESYNCS} times in a minute"
         return None
 
 

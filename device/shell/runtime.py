@@ -70,6 +70,7 @@ class Runtime:
             vocabulary=TagVocabulary(dict(config.face.aliases)),
             voices=dict(config.speaking.voices),
             default_voice=config.speaking.voice,
+            duck_db=config.hearing.duck_db,
         )
         self.state: DeviceState = initial_state(Settings())
         self.inbox: asyncio.Queue[DeviceInput | _Stop] = asyncio.Queue()

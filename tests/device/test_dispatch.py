@@ -66,6 +66,12 @@ class RecordingSpeaker:
     def set_volume(self, volume: float) -> None:
         self.calls.append(f"volume {volume}")
 
+    def duck(self, level_db: float) -> None:
+        self.calls.append(f"duck {level_db}")
+
+    def unduck(self) -> None:
+        self.calls.append("unduck")
+
     async def set_voice(self, voice: str) -> None:
         self.calls.append(f"voice {voice}…")
         await self.loaded.wait()
