@@ -19,6 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from audio.edges.portaudio import COMMON_RATES, PortAudio, shared
+from audio.edges.reference import SampleClock
 from audio.edges.wav import FloatArray, load_audio
 from audio.hearing.settings import HearingSettings
 
@@ -257,8 +258,8 @@ class _BlockPump:
             delay = next_t - time.monotonic()
             if delay > 0:
                 self._stop.wait(delay)
-            else:
-                next_t = time.monotonic()
+            elif delay < -0.2:
+                next_t = time.monotonic()  # fell far behind (the machine stalled): drop the lag
 
     def stop(self) -> None:
         self._stop.set()
@@ -279,7 +280,12 @@ class SimulatedMicrophone:
 
     With ``echo`` (the simulated room) it also hears the device's own speaker: each block captures
     the span ending ``input_latency_s`` before it is delivered (a sound card's input latency), and
-    the room's echo of that span is mixed in. ``open_timed`` delivers each block with that capture time.
+    the room's echo of that span is mixed in. ``open_timed`` delivers each block with that capture
+    time, contiguous (``SampleClock``: advanced by the samples, not by the pump thread's jitter).
+    The latency (0.3 s) covers how late the software sink's clock thread may render a block on a
+    loaded machine (it catches up after stalls of up to 0.2 s) plus a block: a shorter one asked
+    for echo not rendered yet, and the room lost chunks of its echo (``RoomEcho.late_samples``) --
+    no room does that.
     """
 
     def __init__(
@@ -290,7 +296,7 @@ class SimulatedMicrophone:
         speed: float = 1.0,
         *,
         echo: EchoSource | None = None,
-        input_latency_s: float = 0.03,
+        input_latency_s: float = 0.3,
     ) -> None:
         self.rate = rate
         self.echo = echo
@@ -308,6 +314,9 @@ class SimulatedMicrophone:
         self._plugged = True
         self._rng = np.random.default_rng(1)
         self.delivered_samples = 0
+        self._clock = SampleClock(rate, tolerance_s=0.3)
+        """Capture times: contiguous like a sound card's samples, not the pump thread's jitter (it
+        catches up after a stall of up to 0.2 s)."""
 
     @property
     def is_open(self) -> bool:
@@ -320,6 +329,7 @@ class SimulatedMicrophone:
             raise MicrophoneUnavailable("input device 'simulated microphone' not found (unplugged)")
         if self._pump is None:
             self._on_audio, self._on_lost = on_audio, on_lost
+            self._clock.reset()
             self._pump = _BlockPump(self._next_block, self._block / self.rate, self._speed)
         return self.rate
 
@@ -383,7 +393,7 @@ class SimulatedMicrophone:
                     self._queue.pop(0)
                 else:
                     self._queue[0] = head[take:]
-        start = time.time() - self.input_latency_s - n / self.rate
+        start = self._clock.stamp(n, time.time() - self.input_latency_s - n / self.rate)
         if self.echo is not None:
             block += self.echo.take(n, start)
         timed = self._on_timed

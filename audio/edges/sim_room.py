@@ -203,6 +203,8 @@ class RoomEcho:
         self._rendered = ReferenceQueue()
         self._lock = threading.Lock()
         self._echo = TimedBuffer(mic_rate, keep_s=2.0)
+        self.late_samples = 0
+        """Microphone samples whose echo was asked for before the sink rendered it (a late sink)."""
 
     def on_rendered(self, block: FloatArray, play_time: float, rate: int) -> None:
         """A block the speaker plays from ``play_time`` (unix seconds) at ``rate`` Hz (any thread)."""
@@ -216,4 +218,9 @@ class RoomEcho:
                     self._room = SimRoom(self.settings, block.rate, self.mic_rate)
                     self._echo.clear()
                 self._echo.append(self._room.process(block.samples), block.play_time)
+            end = self._echo.end_time
+            if end is not None and start_time + n / self.mic_rate > end and self._room is not None:
+                # Asked for an echo not rendered yet (the sink's clock thread ran late): a room never
+                # misses its echo, so count it (the microphone's latency must cover the sink's lag).
+                self.late_samples += min(n, round((start_time + n / self.mic_rate - end) * self.mic_rate))
             return self._echo.take(n, start_time)

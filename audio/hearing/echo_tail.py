@@ -143,6 +143,11 @@ class EchoGuard:
     def __post_init__(self) -> None:
         self.erle_db = self.initial_erle_db
 
+    def reset(self) -> None:
+        """Forget the tracked ERLE (back to ``initial_erle_db``): the echo path moved for the
+        canceller (a timing jump), so its past performance says nothing."""
+        self.erle_db = self.initial_erle_db
+
     @property
     def playing(self) -> bool:
         """Whether the far end plays or rang within ``hold_frames`` (as of the latest frame)."""

@@ -99,7 +99,7 @@ TEXT_WAIT_S = 0.6
 """Longest the turn verdict waits for the speculative decode's text after the model answered, in s."""
 
 
-NOT_CONVERGED = "the echo canceller has not heard enough of the speaker yet (converging)"
+NOT_CONVERGED = "the echo canceller has not heard enough of the speaker yet (converging, or re-converging after a timing jump)"
 """Why a ``DuplexSource`` without a fault is still half duplex."""
 
 

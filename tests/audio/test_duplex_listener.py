@@ -115,7 +115,7 @@ def test_without_a_canceller_the_reason_says_why() -> None:
 
 def test_the_start_over_a_reply_needs_barge_in_speech_ms() -> None:
     """A 150 ms burst of speech starts an utterance normally, not over a reply (250 ms needed)."""
-    settings = HearingSettings(barge_in_speech_ms=250)
+    settings = HearingSettings(barge_in_speech_ms=250)  # not the default: a clear margin to 150 ms
     frame = np.zeros(settings.sample_rate * settings.block_ms // 1000, dtype=np.float32)
 
     def began(endpointer: Endpointer, speech_frames: int) -> bool:
