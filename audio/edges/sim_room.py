@@ -31,10 +31,12 @@ from audio.settings_checks import Check, raise_first_failed
 class SimRoomSettings:
     """The simulated echo path of ``--simulate`` (TOML table ``[sim_room]``)."""
 
-    enabled: bool = False
+    enabled: bool = True
     """In simulation (``device.simulate``) the microphone hears the device's own speaker through
-    this room, mixed with what ``sim/audio`` feeds (default false until full duplex is wired to
-    barge-in; true exercises the echo in every simulated run)."""
+    this room, mixed with what ``sim/audio`` feeds, so every simulated run (the end-to-end tests,
+    the demo) exercises the echo: in half duplex the echo tail must swallow it, in full duplex the
+    canceller and the residual-echo gate (default true; false = a microphone that hears only
+    ``sim/audio``)."""
 
     delay_ms: float = 40.0
     """Delay from a sample reaching the speaker to its direct echo at the microphone, in ms

@@ -74,6 +74,8 @@ def display_of(state: DeviceState) -> FaceState:
     """What the face shows for this state (once the wake-up animation is over)."""
     if not state.awake:
         return FaceState.ASLEEP
+    if ducked(state):
+        return FaceState.LISTENING  # the user talks over the reply: the face listens to them
     if state.phase is Phase.SPEAKING:
         return FaceState.SPEAKING
     if state.faults:

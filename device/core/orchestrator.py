@@ -209,7 +209,7 @@ def _on_speech_started(state: DeviceState, ev: SpeechStarted, out: list[Action],
     out.append(OpenRecord("utterances", ev.utterance))
     over = ev.over_playback
     out.append(Publish(SpeechStartedBody(utterance=ev.utterance, ts=ev.ts, over_playback=over)))
-    if over:
+    if over:  # the face listens (``display_of``) while the reply goes on, ducked
         playing = ", ".join(r.say for r in state.replies if r.playing) or "none playing"
         out.append(Note("info", f"Barge-in: {ev.utterance} started over the reply ({playing})"))
     return replace(state, hearing=ev.utterance, barge_in=ev.utterance if over else None)

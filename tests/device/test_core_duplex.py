@@ -14,8 +14,20 @@ from audio.events import (
     Transcribed,
     UtteranceFailed,
 )
-from device.core.actions import Action, DuckSpeech, Note, Publish, StopSpeaking, UnduckSpeech
-from device.core.orchestrator import Rules, status_fields
+from device.core.actions import (
+    Action,
+    DuckSpeech,
+    Note,
+    Notice,
+    Publish,
+    ShowFace,
+    StopSpeaking,
+    UnduckSpeech,
+)
+from device.core.derived import WAKING_TIMER
+from device.core.inputs import TimerFired
+from device.core.orchestrator import Rules, display_of, status_fields
+from face.state import FaceState
 from tests.device.test_orchestrator import Run
 
 
@@ -25,6 +37,7 @@ def ducking(acts: Sequence[Action]) -> list[Action]:
 
 def speaking(run: Run, say: str = "r1") -> None:
     run.wake()
+    run.feed(TimerFired(WAKING_TIMER, run.t()))  # the wake-up animation is over
     run.say(say, "A long activity instruction. " * 10)
     run.feed(PlaybackStarted(say, run.t()))
 
@@ -36,9 +49,12 @@ def test_a_barge_in_is_reported_over_playback_and_ducks_the_reply_until_the_user
     assert run.published(acts)[0] == ("speech_started", {"utterance": "u1", "over_playback": True})
     assert ducking(acts) == [DuckSpeech(-12.0)]
     assert any(isinstance(a, Note) and "Barge-in" in a.message for a in acts)
+    assert Notice() in acts and ShowFace(FaceState.LISTENING) in acts  # the face listens
+    assert display_of(run.state) is FaceState.LISTENING and run.state.phase.value == "speaking"
     assert not any(isinstance(a, StopSpeaking) for a in acts)  # the device never stops it itself
     acts = run.feed(SpeechEnded("u1", 900, run.t(), end="turn_complete"))
     assert ducking(acts) == [UnduckSpeech()]
+    assert ShowFace(FaceState.SPEAKING) in acts  # the reply goes on
     acts = run.feed(Transcribed("u1", "Actually, stop.", 0.8, "en", 900, 120, run.t()))
     assert ducking(acts) == [] and not any(isinstance(a, StopSpeaking) for a in acts)
     assert run.types(acts) == ["transcript"]
