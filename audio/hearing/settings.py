@@ -185,7 +185,9 @@ class HearingSettings:
     plus its echo tail, is discarded; the safe fallback), "webrtc" = WebRTC's canceller in process
     (the PyPI package livekit) on the capture path before VAD, "system" = the operating system
     cancels (PulseAudio/PipeWire module-echo-cancel; the input and output devices are its echo-cancel
-    source and sink, docs/deploy.md) (default "off": full duplex is not wired to barge-in yet)."""
+    source and sink, docs/deploy.md; the device stays half duplex: no reference for the
+    residual-echo guard) (default "off": full duplex is measured in the simulated room only so far,
+    docs/deploy.md; ``robot-face demo`` runs the simulation with "webrtc")."""
 
     noise_suppression: bool = True
     """With "webrtc": WebRTC's noise suppression on the microphone (its moderate level; livekit's
