@@ -50,13 +50,16 @@ SCRIPT: tuple[UserLine, ...] = (
     UserLine("voice", "Good night.", "a goodbye inside the activity"),
     UserLine("voice", "Yes, please."),
     UserLine("voice", "Let's do story time.", "a long reply follows"),
-    UserLine("barge_in", "Actually, stop.", "over the story's opening"),
+    UserLine("barge_in", "Actually, please stop the story.", "over the story's opening"),
     UserLine("voice", "No thanks. Good night."),
 )
 """The user's side of the demo conversation."""
 
 BARGE_IN_AFTER_S = 1.0
 """How far into the reply the user starts talking over it, in seconds."""
+
+AGAIN = UserLine("voice", "Stop the story, please.", "said again: the interruption was not taken as a stop")
+"""Said when the companion did not take the interruption as a stop (heard garbled over the echo)."""
 
 CONFIRM = UserLine("voice", "Yes.", "answering 'do you mean ...?'")
 """Said when the companion asks whether an activity is the one meant (a title heard garbled)."""
@@ -158,6 +161,8 @@ class DemoDriver:
             for i, line in enumerate(SCRIPT):
                 if line.kind == "barge_in":
                     await self._barge_in(line)
+                    if self.agent.brain.mode is Mode.ACTIVITY:
+                        await self._turn(AGAIN)
                     continue
                 talked_over = i + 1 < len(SCRIPT) and SCRIPT[i + 1].kind == "barge_in"
                 await self._turn(line, wait_quiet=not talked_over)

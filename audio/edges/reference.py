@@ -145,6 +145,11 @@ class SampleClock:
         self._next = start + n / self.rate
         return start
 
+    @property
+    def next_time(self) -> float | None:
+        """The time the next block is expected to start at (None before the first)."""
+        return self._next
+
     def reset(self) -> None:
         """Forget the anchor (the stream was closed)."""
         self._next = None

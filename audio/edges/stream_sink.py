@@ -28,9 +28,12 @@ from audio.speaking.playback import PlaybackMark
 
 _LOGGER = logging.getLogger(__name__)
 
-MAX_LATE_S = 0.25
+MAX_LATE_S = 1.0
 """A block's reported play time may lie this far behind the callback's time (s): the software
 clock's thread got to a block late (a loaded machine), the block still plays in its slot."""
+CATCH_UP_S = 1.0
+"""The software clock renders the blocks it is late for in a burst, up to this far behind (s);
+beyond, it drops the lag (a jump in play times, like an underrun)."""
 
 RenderFn = Callable[[FloatArray, float], list[PlaybackMark]]
 """Fill a mono block; the float is the unix time its first frame reaches the output."""
@@ -144,7 +147,7 @@ class ClockedOutputStream:
             delay = deadline - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
-            elif delay < -0.2:
+            elif delay < -CATCH_UP_S:
                 deadline = time.monotonic()  # we fell far behind (machine stalled): resync
 
 

@@ -172,19 +172,19 @@ class FrontEnd:
             samples = block.samples
             if self._resampler is not None:
                 samples = self._resampler.resample_chunk(samples)  # type: ignore[attr-defined]
-            before = self._timeline.resyncs
+            before, expected = self._timeline.resyncs, self._timeline.end_time
             self._timeline.append(samples, block.play_time)
             if self._timeline.resyncs != before:
                 self._resync_times.append(block.play_time)
-                self._since_jump = 0
+                self._jumped("the speaker's play times", block.play_time - (expected or 0.0))
 
     def process(self, block: FloatArray, capture_time: float) -> FloatArray:
         """Clean ``block`` (16 kHz mono) whose first sample was captured at ``capture_time``."""
         self._absorb_reference()
-        jumps = self._capture_clock.resyncs
+        jumps, expected = self._capture_clock.resyncs, self._capture_clock.next_time
         stamped = self._capture_clock.stamp(len(block), capture_time)
         if self._capture_clock.resyncs != jumps:
-            self._since_jump = 0
+            self._jumped("the microphone's capture times", capture_time - (expected or 0.0))
         if len(self._pending) == 0:
             self._pending_time = stamped
         self._pending = np.concatenate([self._pending, np.asarray(block, dtype=np.float32)])
@@ -207,6 +207,11 @@ class FrontEnd:
                 self._since_jump += 1
         self.last_far, self.last_mic = far, mic
         return out
+
+    def _jumped(self, what: str, by_s: float) -> None:
+        """A timing jump: the echo path moved for the canceller; it must re-converge."""
+        self._since_jump = 0
+        _LOGGER.info("echo cancellation: %s jumped by %+.0f ms; re-converging", what, 1000 * by_s)
 
     @property
     def converged(self) -> bool:
