@@ -25,8 +25,11 @@ layers:
 	$(VENV)/lint-imports
 	$(VENV)/pytest -q -p no:cacheprovider tests/test_import_cycles.py
 
+# Three workers on two cores: most of the suite's time is real-time audio and real daemons waiting
+# (the e2e and reliability tests), not CPU; PYTEST_WORKERS=0 runs it in one process.
+PYTEST_WORKERS ?= 3
 pytest:
-	$(VENV)/pytest -q -p no:cacheprovider
+	$(VENV)/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist worksteal
 
 docs: bootstrap
 	$(VENV)/robot-face config > systemd/config.example.toml
