@@ -282,9 +282,10 @@ class SimulatedMicrophone:
     the span ending ``input_latency_s`` before it is delivered (a sound card's input latency), and
     the room's echo of that span is mixed in. ``open_timed`` delivers each block with that capture
     time, contiguous (``SampleClock``: advanced by the samples, not by the pump thread's jitter).
-    The latency (0.3 s) covers how late the software sink's clock thread usually renders a block
-    on a loaded machine, and the room waits (a little) for a sink that stalled longer: a room
-    never loses its echo (``RoomEcho.late_samples`` counts what it had to do without).
+    The latency (50 ms, a sound card's) is also how long after the user's voice the device's
+    reaction (ducking the reply) reaches the echo; when the software sink's clock thread is late
+    for the span captured (a loaded machine), the room waits for it (``RoomEcho``): a room never
+    loses its echo (``RoomEcho.late_samples`` counts what it had to do without).
     """
 
     def __init__(
@@ -295,7 +296,7 @@ class SimulatedMicrophone:
         speed: float = 1.0,
         *,
         echo: EchoSource | None = None,
-        input_latency_s: float = 0.3,
+        input_latency_s: float = 0.05,
     ) -> None:
         self.rate = rate
         self.echo = echo
