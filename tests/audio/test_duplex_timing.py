@@ -56,3 +56,13 @@ def test_the_guard_forgets_the_erle_it_tracked() -> None:
     assert guard.erle_db > 30
     guard.reset()
     assert guard.erle_db == guard.initial_erle_db
+
+
+def test_nothing_is_speech_while_a_reply_starts() -> None:
+    guard = EchoGuard()
+    for _ in range(100):  # silence: what the VAD says goes
+        assert guard.allows(True, -40.0, -40.0, -90.0)
+    # The reply starts: a frame that would pass as the user (cleaned well above the residue)
+    # does not during the onset, and does after it.
+    verdicts = [guard.allows(True, -30.0, -30.0, -20.0) for _ in range(guard.onset_frames + 5)]
+    assert not any(verdicts[: guard.onset_frames]) and all(verdicts[guard.onset_frames :])

@@ -87,9 +87,9 @@ async def test_barge_in_over_a_long_reply_is_heard_and_ducks_it(
     attempts = [line for line in lines if "attempt " in line]
     print("\n".join(attempts))
     heard = {e.utterance: e for e in events if e.type == "transcript"}
-    started = next(
-        e for e in events if e.type == "speech_started" and e.over_playback and e.utterance in heard
-    )
+    barge_ins = [e for e in events if e.type == "speech_started" and e.over_playback]
+    # The attempt that was understood is the last (an earlier one was ducked too).
+    started = [e for e in barge_ins if e.utterance in heard][-1]
     ended = next(e for e in events if e.type == "speech_ended" and e.utterance == started.utterance)
     transcript = heard[started.utterance]
     reply = next(e for e in events if e.type == "playback_started" and e.say.startswith("activity"))
@@ -101,7 +101,8 @@ async def test_barge_in_over_a_long_reply_is_heard_and_ducks_it(
     # end-of-turn model judged it: about when the decode of its transcript began.
     end = max(ended.ts, transcript.ts - transcript.decode_ms / 1000) - reply.ts
     back, stop = transcript.ts - reply.ts + 0.5, finished.ts - reply.ts - 0.1
-    before = _loud(levels, onset - 4.0, onset)
+    first = barge_ins[0].ts - reply.ts
+    before = _loud(levels, first - 4.0, first)
     # Ducked from when the start was reported (the stricter start: within ~0.5 s of the onset).
     ducked = _loud(levels, onset + 0.6, max(end, onset + 1.2))
     after = _loud(levels, back, stop)
