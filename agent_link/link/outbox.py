@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import sqlite3
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from agent_link.protocol.event_messages import Event, EventBody
 
@@ -38,6 +40,35 @@ READ_ONLY_CODES = (8, 10, 14)
 SQLITE_CANTOPEN (what a filesystem the kernel remounted read-only after an error gives)."""
 RECOVERY_INTERVAL_S = 2.0
 """While the storage is read-only, how often a write tries the database again (seconds)."""
+
+
+def _read_only(path: Path, boot: int) -> tuple[sqlite3.Connection, list[Any], int] | None:
+    """The database opened read-only, its events and the last ``seq`` of ``boot``; None if unreadable."""
+    for query in ("mode=ro", "immutable=1"):  # immutable: no -shm can be made beside a WAL file
+        try:
+            db = sqlite3.connect(f"{path.absolute().as_uri()}?{query}", uri=True, check_same_thread=False)
+        except sqlite3.Error as err:
+            _LOGGER.debug("outbox %s not readable with %s: %s", path, query, err)
+            continue
+        try:
+            rows = db.execute("SELECT key, id, seq, payload FROM events ORDER BY key").fetchall()
+            found = db.execute("SELECT last_seq FROM boot_seq WHERE boot = ?", (boot,)).fetchone()
+        except sqlite3.Error as err:
+            _LOGGER.debug("outbox %s not readable with %s: %s", path, query, err)
+            db.close()
+            continue
+        return db, rows, int(found[0]) if found else 0
+    return None
+
+
+def _opening_fault(err: BaseException, path: Path) -> bool:
+    """Opening the database failed because its storage takes no writes (not a corrupt file, not a
+    directory in its place)."""
+    if path.is_dir():
+        return False
+    if isinstance(err, sqlite3.Error):
+        return is_storage_fault(err)
+    return isinstance(err, OSError) and err.errno in (errno.EROFS, errno.EIO, errno.EACCES, errno.EPERM)
 
 
 def is_storage_fault(err: sqlite3.Error) -> bool:
@@ -76,6 +107,15 @@ class Outbox:
         self.boot = boot
         self.max_events = max_events
         self._lock = threading.Lock()
+        # Storage faults (the state directory turned read-only): events are served from memory.
+        self.fault: str | None = None
+        """Why the database cannot be written now (None: it can)."""
+        self._held: list[_Held] = []
+        self._acked_on_disk: list[int] = []
+        self._next_memory_key = -1
+        self._renamed: dict[int, int] = {}
+        self._last_try = 0.0
+        self._existed = self.path.exists()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
@@ -85,17 +125,13 @@ class Outbox:
             row = self._db.execute("SELECT last_seq FROM boot_seq WHERE boot = ?", (boot,)).fetchone()
             (count,) = self._db.execute("SELECT COUNT(*) FROM events").fetchone()
         except (sqlite3.Error, OSError) as err:
-            raise OutboxError(f"cannot open outbox {self.path}: {err}") from err
+            if not _opening_fault(err, self.path):
+                raise OutboxError(f"cannot open outbox {self.path}: {err}") from err
+            self._open_read_only(err)
+            return
+        self._existed = True
         self._last_seq = int(row[0]) if row else 0
         self._count = int(count)
-        # Storage faults (the state directory turned read-only): events are served from memory.
-        self.fault: str | None = None
-        """Why the database cannot be written now (None: it can)."""
-        self._held: list[_Held] = []
-        self._acked_on_disk: list[int] = []
-        self._next_memory_key = -1
-        self._renamed: dict[int, int] = {}
-        self._last_try = 0.0
 
     @property
     def last_seq(self) -> int:
@@ -179,6 +215,37 @@ class Outbox:
             self._count -= max(deleted, 0)
 
     # ---- storage faults ------------------------------------------------------------------------------
+    def _open_read_only(self, err: BaseException) -> None:
+        """The database cannot be opened for writing (a read-only state directory at start): serve
+        the events it holds from memory (those it cannot give wait on disk for the recovery) and
+        keep this boot's new ones in memory until it can be written."""
+        self.fault = f"outbox {self.path} cannot be written: {err}"
+        self._last_try = time.monotonic()
+        found = _read_only(self.path, self.boot)
+        self._db, rows, last = found or (sqlite3.connect(":memory:", check_same_thread=False), [], 0)
+        self._held = [_Held(int(k), str(i), int(q), bytes(p), True) for k, i, q, p in rows]
+        self._last_seq, self._count = last, len(self._held)
+        _LOGGER.error(
+            "State directory read-only? %s. Events are kept in memory (%d pending from before) and "
+            "published; they are written to disk once it can be written (a restart before that loses them)",
+            self.fault,
+            len(self._held),
+        )
+
+    def _reconnect(self) -> sqlite3.Connection:
+        """The database opened again for writing; one that existed is not made anew (on what lies
+        beneath an unmounted filesystem, say): then it fails until the file is back."""
+        if not self._existed:
+            return sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        uri = f"{self.path.absolute().as_uri()}?mode=rw"
+        return sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
+
+    def retry(self) -> bool:
+        """While the database cannot be written, try it again (at most every ``RECOVERY_INTERVAL_S``);
+        True when the outbox is on disk."""
+        with self._lock:
+            return self.fault is None or self._recover()
+
     def _enter_fault(self, err: sqlite3.Error) -> None:
         """The database stopped taking writes: from now on events are kept (and served) in memory,
         starting with those already on disk, until a write succeeds again."""
@@ -228,9 +295,10 @@ class Outbox:
             return False
         self._last_try = now
         try:
-            db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            db = self._reconnect()
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=FULL")
+            db.executescript(_SCHEMA)  # absent when the daemon started on a read-only directory
             db.execute("BEGIN IMMEDIATE")
             db.executemany("DELETE FROM events WHERE key = ?", [(k,) for k in self._acked_on_disk])
             renamed: dict[int, int] = {}

@@ -245,6 +245,9 @@ class _BlockPump:
     def __init__(self, produce: Callable[[], FloatArray | None], block_s: float, speed: float) -> None:
         self._produce = produce
         self._period = block_s / speed
+        self._catch_up = 1.0 if speed == 1.0 else 0.0
+        """How far behind (s) the pump still catches up in a burst: in real time (the simulated
+        room's clock) up to 1 s; faster than real time (tests) never: the lag is dropped."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="audio-sim", daemon=True)
         self._thread.start()
@@ -258,7 +261,7 @@ class _BlockPump:
             delay = next_t - time.monotonic()
             if delay > 0:
                 self._stop.wait(delay)
-            elif delay < -1.0:
+            elif delay < -self._catch_up:
                 next_t = time.monotonic()  # fell far behind (the machine stalled): drop the lag
 
     def stop(self) -> None:

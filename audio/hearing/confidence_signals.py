@@ -102,3 +102,50 @@ def step_stats(logits: list[Any], ids: list[int], spelling: SpellingKeys | None 
         entropies.tolist(),
         spelling.any_spelling(e, chosen.tolist()) if spelling is not None else [],
     )
+
+
+SENTENCE_MARKS = frozenset(".?!")
+_CLOSERS = frozenset("\"')")
+
+
+def sentence_end_ids(decode: Callable[[int], str], n_tokens: int) -> np.ndarray:
+    """Ids of the tokens that end a sentence: a full stop, question or exclamation mark, alone or
+    with a closing quote or bracket (``.``, `` ?``, ``."``); never an ellipsis (``...``, ``…``: the
+    speaker trails off, the sentence is not over)."""
+    ids = []
+    for i in range(n_tokens):
+        piece = decode(i).strip()
+        if not piece or ".." in piece or not set(piece) <= SENTENCE_MARKS | _CLOSERS:
+            continue
+        if set(piece) & SENTENCE_MARKS:
+            ids.append(i)
+    return np.asarray(ids, dtype=np.int64)
+
+
+def end_punctuation_prob(
+    logits: list[Any], ids: list[int], spelling: SpellingKeys, end_ids: np.ndarray
+) -> float | None:
+    """The probability the decoder gave a sentence mark (``end_ids``) at the step right after the last
+    word token of ``ids`` (the generated tokens, ``logits`` their per-step vocabulary logits): how sure
+    it was that the words so far end a sentence, whatever it then chose. None without a word."""
+    n = min(len(logits), len(ids))
+    table = len(spelling.keys)
+    last = next(
+        (i for i in range(n - 1, -1, -1) if ids[i] < table and spelling.keys[ids[i]] != SpellingKeys.NO_WORD),
+        None,
+    )
+    if last is None or last + 1 >= len(logits):
+        return None
+    return sentence_mark_prob(logits[last + 1], end_ids)
+
+
+def sentence_mark_prob(step: Any, end_ids: np.ndarray) -> float | None:
+    """The probability mass of the tokens ``end_ids`` in one step's vocabulary logits (None if none)."""
+    if len(end_ids) == 0:
+        return None
+    z = np.asarray(step, dtype=np.float64).reshape(-1)
+    z[~np.isfinite(z)] = _FLOOR
+    z -= z.max()
+    e = np.exp(z)
+    ok = end_ids[end_ids < len(e)]
+    return float(e[ok].sum() / e.sum())

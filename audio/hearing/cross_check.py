@@ -83,11 +83,23 @@ def agreement(whisper_text: str, other_text: str) -> Agreement:
 
 class MoonshineRecogniser:
     """Moonshine encoder + merged decoder (ONNX) and its tokenizer; ``load()`` once, then
-    ``transcribe()`` from one thread at a time."""
+    ``transcribe()`` from one thread at a time.
 
-    def __init__(self, model_dir: Path, threads: int = 1) -> None:
+    ``lazy`` (the runtime's way): ``load()`` only checks that the files are there, and the sessions
+    open on ``prepare()`` (the listener calls it through the transcriber when the microphone
+    opens: the device woke up) or else on the first ``transcribe``, and close on ``release()`` (the
+    microphone closed: asleep, nothing is heard): ~75 MiB resident that a sleeping device does not
+    need (``robot-face bench footprint``; a dozen open/close cycles leave nothing behind). Opening
+    takes 1-3 s of one core on this machine, beside the wake-up animation; an utterance that ends
+    before it finished waits for it (its transcript is the same, only later).
+    """
+
+    def __init__(self, model_dir: Path, threads: int = 1, *, lazy: bool = False) -> None:
         self.model_dir = model_dir
         self.threads = threads
+        self.lazy = lazy
+        self._checked = False
+        self._open_lock = threading.Lock()
         self._encoder: Any = None
         self._decoder: Any = None
         self._tokenizer: Any = None
@@ -95,11 +107,12 @@ class MoonshineRecogniser:
 
     @property
     def loaded(self) -> bool:
-        """Whether ``load()`` has run."""
+        """Whether the sessions are open."""
         return self._decoder is not None
 
     def load(self) -> None:
-        """Open the ONNX sessions and tokenizer; a clear error names what is missing."""
+        """Check the files (a clear error names what is missing) and, unless ``lazy``, open the
+        sessions now."""
         missing = missing_files(self.model_dir)
         if missing:
             raise ModelUnavailable(
@@ -107,32 +120,67 @@ class MoonshineRecogniser:
                 "`python -m audio.fetch_models` (the bootstrap does), point "
                 "hearing.stt_cross_check_model at a Moonshine ONNX export, or set it to 'off'"
             )
-        from tokenizers import Tokenizer
+        self._checked = True
+        if not self.lazy:
+            self._open()
+            self.transcribe(np.zeros(MIN_SAMPLES, dtype=np.float32))  # first run allocates; not mid-reply
 
-        from audio.onnx_sessions import cpu_session
-
-        t0 = time.monotonic()
+    def prepare(self) -> None:
+        """Open the sessions now if ``load()`` has checked the files (blocking; on a worker thread);
+        a failure is logged (the first ``transcribe`` raises it again)."""
+        if not self._checked or self.loaded:
+            return
         try:
-            self._encoder = cpu_session(self.model_dir / "encoder_model.onnx", self.threads)
-            decoder = cpu_session(self.model_dir / "decoder_model_merged.onnx", self.threads)
-            self._tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
-        except Exception as err:
-            raise ModelUnavailable(f"cannot load the cross-check model in {self.model_dir}: {err}") from err
-        # Cache shapes come from the model itself (tiny: 6 layers, 8 heads of 36; base: 8 x 8 x 52).
-        self._empty_cache = {
-            i.name: np.zeros((0, int(i.shape[1]), 1, int(i.shape[3])), dtype=np.float32)
-            for i in decoder.get_inputs()
-            if i.name.startswith("past_key_values.")
-        }
-        self._decoder = decoder
-        self.transcribe(np.zeros(MIN_SAMPLES, dtype=np.float32))  # first run allocates; not mid-reply
-        _LOGGER.info("cross-check model %s loaded in %.1f s", self.model_dir, time.monotonic() - t0)
+            self._open()
+        except ModelUnavailable as err:
+            _LOGGER.error("%s", err)
+
+    def release(self) -> None:
+        """Close the sessions (lazy only; the next ``prepare`` or ``transcribe`` opens them again);
+        not while ``transcribe`` runs: call it from the thread that transcribes."""
+        if not self.lazy:
+            return
+        with self._open_lock:
+            if self._decoder is None:
+                return
+            self._encoder = self._decoder = self._tokenizer = None
+            self._empty_cache = {}
+        _LOGGER.info("cross-check model %s closed (asleep)", self.model_dir)
+
+    def _open(self) -> None:
+        """Open the ONNX sessions and the tokenizer (once)."""
+        with self._open_lock:
+            if self._decoder is not None:
+                return
+            from tokenizers import Tokenizer
+
+            from audio.onnx_sessions import cpu_session
+
+            t0 = time.monotonic()
+            try:
+                self._encoder = cpu_session(self.model_dir / "encoder_model.onnx", self.threads)
+                decoder = cpu_session(self.model_dir / "decoder_model_merged.onnx", self.threads)
+                self._tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
+            except Exception as err:
+                raise ModelUnavailable(
+                    f"cannot load the cross-check model in {self.model_dir}: {err}"
+                ) from err
+            # Cache shapes come from the model itself (tiny: 6 layers, 8 heads of 36; base: 8 x 8 x 52).
+            self._empty_cache = {
+                i.name: np.zeros((0, int(i.shape[1]), 1, int(i.shape[3])), dtype=np.float32)
+                for i in decoder.get_inputs()
+                if i.name.startswith("past_key_values.")
+            }
+            self._decoder = decoder
+            _LOGGER.info("cross-check model %s loaded in %.1f s", self.model_dir, time.monotonic() - t0)
 
     def transcribe(self, samples: FloatArray, cancel: threading.Event | None = None) -> str:
         """Greedy transcript of 16 kHz mono float32 ``samples`` (blocking); stops between decoder
         steps once ``cancel`` is set (the caller no longer needs it) and then returns ""."""
         if self._decoder is None:
-            raise RuntimeError("MoonshineRecogniser.load() has not been called")
+            if not self._checked:
+                raise RuntimeError("MoonshineRecogniser.load() has not been called")
+            self._open()
         x = np.asarray(samples, dtype=np.float32).reshape(-1)
         if len(x) < MIN_SAMPLES:
             x = np.pad(x, (0, MIN_SAMPLES - len(x)))

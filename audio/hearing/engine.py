@@ -33,6 +33,9 @@ class Transcription:
     audio_ms: int
     decode_ms: int
     features: ConfidenceFeatures | None
+    end_prob: float | None = None
+    """How sure the decoder was that the words end a sentence: the probability it gave a full stop,
+    question or exclamation mark right after the last word (None: not known, e.g. a remote engine)."""
 
 
 class Transcriber(Protocol):

@@ -95,8 +95,11 @@ from audio.hearing.vad import (
 _LOGGER = logging.getLogger(__name__)
 
 
-TEXT_WAIT_S = 0.6
-"""Longest the turn verdict waits for the speculative decode's text after the model answered, in s."""
+def text_wait_s(settings: HearingSettings) -> float:
+    """Longest the turn verdict waits for the speculative decode's text after the model answered, in
+    s: until the fallback silence would end the turn anyway (waiting costs nothing: that decode is
+    the transcript, which cannot come sooner)."""
+    return max(0.0, (settings.turn_fallback_ms - settings.turn_pause_ms) / 1000.0)
 
 
 NOT_CONVERGED = "the echo canceller has not heard enough of the speaker yet (converging, or re-converging after a timing jump)"
@@ -163,6 +166,8 @@ class TurnAsk:
     cpu_ms: float
     stale: bool = False
     """The answer came after speech resumed or the utterance ended: nothing was decided on it."""
+    end_prob: float | None = None
+    """The speculative decode's probability of a sentence mark after the last word."""
 
 
 class Listener:
@@ -258,6 +263,9 @@ class Listener:
         self._loop = asyncio.get_running_loop()
         self._want_open = True
         self._update_duplex()
+        prepare = getattr(self._stt, "prepare", None)  # a transcriber that loads lazily gets ready
+        if prepare is not None:
+            prepare()
         self._watchdog = asyncio.create_task(self._watch_stalls())
         try:
             await self._start_source()
@@ -278,6 +286,9 @@ class Listener:
         closed = self._stop_source()
         self._interrupt("microphone closed")
         await asyncio.wrap_future(closed)
+        rest = getattr(self._stt, "rest", None)  # asleep: a lazily loading transcriber lets go
+        if rest is not None:
+            rest()
 
     async def aclose(self) -> None:
         """Close and wait for queued decodes to finish; the Listener cannot be used afterwards."""
@@ -558,17 +569,24 @@ class Listener:
         if spec.decode is None and self._spec is spec:
             self._speculate(spec)
         text: str | None = None
+        end_prob: float | None = None
         if self.settings.turn_text_check != "off" and spec.decode is not None:
-            # A decode slower than TEXT_WAIT_S (a loaded board) leaves the verdict to the model: the
-            # pause would otherwise outlast the fallback silence while the decode runs.
+            # A decode slower than the fallback (a loaded board) leaves the verdict to the model.
             with contextlib.suppress(Exception, asyncio.CancelledError, TimeoutError):
                 wait = asyncio.shield(asyncio.wrap_future(spec.decode))
-                text = (await asyncio.wait_for(wait, TEXT_WAIT_S)).text
+                result = await asyncio.wait_for(wait, text_wait_s(self.settings))
+                text, end_prob = result.text, result.end_prob
         stale = self._spec is not spec  # speech resumed, or the utterance ended (fallback, close)
         complete = not stale and turn_complete(
-            verdict.probability, text, self.settings.turn_threshold, self.settings.turn_text_check
+            verdict.probability,
+            text,
+            self.settings.turn_threshold,
+            self.settings.turn_text_check,
+            end_prob=end_prob,
         )
-        ask = TurnAsk(spec.uid, spec.ask, verdict.probability, text, complete, verdict.cpu_ms, stale)
+        ask = TurnAsk(
+            spec.uid, spec.ask, verdict.probability, text, complete, verdict.cpu_ms, stale, end_prob
+        )
         self.turn_asks.append(ask)
         if not stale:
             self._handle(self._segmenter.endpointer.verdict(spec.ask, complete))

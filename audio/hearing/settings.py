@@ -18,7 +18,7 @@ VAD_AGGRESSIVENESS: tuple[int, ...] = (0, 1, 2, 3)
 TURN_DETECTORS: tuple[str, ...] = ("smart_turn", "silence")
 """Valid values of ``turn_detector``."""
 
-TURN_TEXT_CHECKS: tuple[str, ...] = ("off", "words", "words+punctuation")
+TURN_TEXT_CHECKS: tuple[str, ...] = ("off", "words", "words+punctuation", "words+end")
 """Valid values of ``turn_text_check`` (``audio.hearing.turn.turn_complete``)."""
 
 ECHO_CANCELLATION: tuple[str, ...] = ("off", "webrtc", "system")
@@ -158,22 +158,26 @@ class HearingSettings:
     end-of-turn model, which ends the turn at once or waits for more) or "silence" (a fixed
     ``end_silence_ms`` of silence, for boards too weak for the model) (default "smart_turn")."""
 
-    turn_pause_ms: int = 200
+    turn_pause_ms: int = 120
     """smart_turn: silence after speech that asks the model, in milliseconds; the speculative decode
-    starts then too (default 200)."""
+    starts then too (default 120)."""
 
-    turn_threshold: float = 0.5
-    """smart_turn: the model's probability (0..1) at or above which the turn is complete (default 0.5)."""
+    turn_threshold: float = 0.3
+    """smart_turn: the model's probability (0..1) at or above which the turn may be complete; with
+    "words+end" the decoder must also expect the sentence to end there, and without that signal
+    at least 0.5 is needed (default 0.3)."""
 
     turn_fallback_ms: int = 1500
     """smart_turn: silence that ends the turn even when the model judged it unfinished, in
     milliseconds (default 1500)."""
 
-    turn_text_check: str = "words+punctuation"
+    turn_text_check: str = "words+end"
     """smart_turn: what the speculative transcript adds to the model's verdict: "off" (the model
     alone), "words" (a last word that cannot end a sentence -- an article, preposition or conjunction
     -- keeps the turn open), "words+punctuation" (also: without a full stop, question or exclamation
-    mark the model must be surer, ``audio.hearing.turn``) (default "words+punctuation")."""
+    mark the model must be surer), "words+end" (the words rule, and the decoder's probability of a
+    sentence mark after the last word must be at least 0.4, ``audio.hearing.turn``) (default
+    "words+end")."""
 
     turn_model: str = ""
     """smart_turn: path of the Smart Turn v3 ONNX file; empty means the one ``python -m

@@ -47,6 +47,18 @@ class SpeechGate(Generic[E]):
         """Switch the engine's decoding language."""
         self.engine.set_language(lang)
 
+    def prepare(self) -> None:
+        """The microphone opened: the engine may get ready what it opens lazily (if it does)."""
+        prepare = getattr(self.engine, "prepare", None)
+        if prepare is not None:
+            prepare()
+
+    def rest(self) -> None:
+        """The microphone closed (asleep): the engine may let go of what it opens lazily."""
+        rest = getattr(self.engine, "rest", None)
+        if rest is not None:
+            rest()
+
     @property
     def language(self) -> str:
         """The engine's language."""

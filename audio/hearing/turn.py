@@ -9,7 +9,14 @@ end on ("… out of", "… the North which") or without a full stop. ``turn_comp
 - ``off``: the model alone, ``p >= threshold``;
 - ``words``: a last word in ``OPEN_WORDS`` keeps the turn open whatever the model says;
 - ``words+punctuation``: also, a transcript that does not end in ``.``, ``?`` or ``!`` (or ends in
-  an ellipsis) needs ``p >= OPEN_THRESHOLD``.
+  an ellipsis) needs ``p >= OPEN_THRESHOLD``;
+- ``words+end`` (default): the ``words`` rule, then the decoder's own probability of a sentence
+  mark right after the last word (``Transcription.end_prob``, whatever mark it then wrote) must be
+  at least ``END_MIN`` beside ``p >= threshold``. Whisper writes a full stop after many a first
+  half ("He might even have been made amiable.") but gives it 0.3-0.6 there against 0.7-0.98 after
+  a whole sentence, and that lets the model's threshold come down (0.3): the model alone calls many
+  whole read sentences unfinished. Without an end probability it is ``words+punctuation`` with the
+  threshold at least ``UNCHECKED_THRESHOLD``.
 
 No transcript (the decode failed or heard nothing) leaves the model alone.
 """
@@ -61,6 +68,19 @@ not here: a wrong "unfinished" costs the fallback's wait on a finished turn."""
 OPEN_THRESHOLD = 0.9
 """``words+punctuation``: the probability a transcript without a sentence mark needs."""
 
+END_MIN = 0.4
+"""``words+end``: the decoder's probability of a sentence mark after the last word that, with the
+model's ``threshold``, ends the turn."""
+
+SURE = 1.01
+"""``words+end``: the model's probability that ends the turn whatever the decoder's end probability
+(above 1: never; the model says 0.9-0.99 to many real first halves, "She had your dark suit")."""
+
+UNCHECKED_THRESHOLD = 0.5
+"""``words+end`` without an end probability (no decode in time, or an engine that gives none): the
+least probability the model needs, whatever ``threshold`` says (the low threshold ``words+end``
+runs with is only safe beside the decoder's end probability)."""
+
 _LAST_WORD = re.compile(r"([A-Za-z']+)[^A-Za-z']*$")
 
 
@@ -77,12 +97,26 @@ def text_hint(text: str) -> TextHint | None:
     return "final"
 
 
-def turn_complete(probability: float, text: str | None, threshold: float, check: str) -> bool:
+def turn_complete(
+    probability: float,
+    text: str | None,
+    threshold: float,
+    check: str,
+    *,
+    end_prob: float | None = None,
+    end_min: float = END_MIN,
+    sure: float = SURE,
+) -> bool:
     """Whether the turn is complete: the model's ``probability`` and the speculative ``text``
-    (None: no transcript) combined as ``check`` (``hearing.turn_text_check``) says."""
+    (None: no transcript) combined as ``check`` (``hearing.turn_text_check``) says; ``words+end``
+    also weighs ``end_prob`` (the decoder's probability of a sentence mark after the last word)."""
     hint = text_hint(text) if text is not None and check != "off" else None
     if hint == "unfinished":
         return False
-    if hint == "open" and check == "words+punctuation":
+    if check == "words+end":
+        if hint is not None and end_prob is not None:
+            return (probability >= threshold and end_prob >= end_min) or probability >= max(threshold, sure)
+        threshold = max(threshold, UNCHECKED_THRESHOLD)  # no decode in time, or an engine without it
+    if hint == "open" and check in ("words+punctuation", "words+end"):
         return probability >= max(threshold, OPEN_THRESHOLD)
     return probability >= threshold

@@ -35,6 +35,8 @@ class Decode:
     looped: bool
     repeated: bool
     encoder_output: Any = None
+    end_prob: float | None = None
+    """Probability of a sentence mark right after the last word (``end_punctuation_prob``)."""
     unfinished_at: float | None = None
     """Where the last segment, left unread because Whisper took it to go on past the window, starts
     (seconds); None when the decode read to its end."""

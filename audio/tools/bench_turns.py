@@ -228,7 +228,11 @@ async def run_config(
 
 def _outcome(clip: Clip, events: list[AudioEvent], received: list[float], asks: list[TurnAsk]) -> Outcome:
     out = Outcome(clip)
-    out.ask_log = [f"p={a.probability:.2f} {a.text!r} → {'complete' if a.complete else 'wait'}" for a in asks]
+    out.ask_log = [
+        f"p={a.probability:.2f} {a.text!r}{'' if a.end_prob is None else f' end={a.end_prob:.2f}'}"
+        f" → {'complete' if a.complete else 'wait'}"
+        for a in asks
+    ]
     out.utterances = sum(isinstance(e, SpeechStarted) for e in events)
     out.transcripts = [e.text for e in events if isinstance(e, Transcribed)]
     ended = [e for e in events if isinstance(e, SpeechEnded)]
@@ -305,21 +309,25 @@ def print_details(name: str, outcomes: list[Outcome]) -> None:
 
 
 def parse_config(spec: str, base: HearingSettings) -> tuple[str, HearingSettings]:
-    """``silence`` or ``smart_turn[:TEXT_CHECK[:THRESHOLD]]`` → (label, settings)."""
+    """``silence`` or ``smart_turn[:TEXT_CHECK[:THRESHOLD[:PAUSE_MS]]]`` → (label, settings)."""
     detector, _, rest = spec.partition(":")
-    check, _, threshold = rest.partition(":")
+    check, _, rest = rest.partition(":")
+    threshold, _, pause = rest.partition(":")
     if detector == "silence":
         return "silence", replace(base, turn_detector="silence")
     if detector != "smart_turn":
-        raise ValueError(f"unknown detector {detector!r} (use smart_turn[:CHECK[:THRESHOLD]] or silence)")
+        raise ValueError(
+            f"unknown detector {detector!r} (use smart_turn[:CHECK[:THRESHOLD[:PAUSE_MS]]] or silence)"
+        )
     s = replace(
         base,
         turn_detector="smart_turn",
         turn_text_check=check or base.turn_text_check,
         turn_threshold=float(threshold) if threshold else base.turn_threshold,
+        turn_pause_ms=int(pause) if pause else base.turn_pause_ms,
     )
     s.validate()
-    return f"smart_turn:{s.turn_text_check}:{s.turn_threshold:g}", s
+    return f"smart_turn:{s.turn_text_check}:{s.turn_threshold:g}:{s.turn_pause_ms}", s
 
 
 def dump_asks(path: Path, name: str, outcomes: list[Outcome]) -> None:

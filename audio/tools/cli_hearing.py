@@ -127,8 +127,8 @@ def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction)
     t.add_argument(
         "--configs",
         default="smart_turn:words+punctuation,smart_turn:off,silence",
-        help="detectors side by side: smart_turn[:off|words|words+punctuation] and silence "
-        "(default: smart_turn with and without the text check, and silence)",
+        help="detectors side by side: smart_turn[:off|words|words+punctuation|words+end[:THRESHOLD"
+        "[:PAUSE_MS]]] and silence (default: smart_turn with and without the text check, and silence)",
     )
     t.add_argument("--limit", type=int, default=24, help="real complete sentences (default 24)")
     t.add_argument("--hesitations", type=int, default=12, help="real sentences to cut (default 12)")
@@ -142,6 +142,16 @@ def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction)
         "--configs smart_turn:off:1 every pause is asked, and --replay FILE compares verdict rules",
     )
     t.add_argument("--replay", action="store_true", help="DIR is an --asks file: replay verdict rules on it")
+    t.add_argument(
+        "--extract",
+        type=Path,
+        default=None,
+        help="instead of the real-time run: cache every pause's signals (model probability at each "
+        "silence, speculative text and end probability) of the clips to this JSON file",
+    )
+    t.add_argument(
+        "--replay-cache", action="store_true", help="DIR is an --extract file: tune and compare verdict rules"
+    )
     t.set_defaults(func=_bench_turns)
 
 
@@ -239,6 +249,13 @@ def _bench_turns(args: argparse.Namespace) -> int:
 
         evaluate_policies(args.dir)
         return 0
+    if args.replay_cache:
+        from audio.tools.bench_turns_replay import replay_cache
+
+        replay_cache(args.dir)
+        return 0
+    if args.extract is not None:
+        return _extract_turns(args)
     try:
         return bench(
             args.dir,
@@ -253,6 +270,24 @@ def _bench_turns(args: argparse.Namespace) -> int:
     except (ModelUnavailable, ValueError, OSError) as err:
         print(f"bench turns: {err}", file=sys.stderr)
         return 2
+
+
+def _extract_turns(args: argparse.Namespace) -> int:
+    from audio.hearing.stt import make_transcriber
+    from audio.hearing.turn_model import SmartTurnModel, resolve_model_path
+    from audio.tools.bench_turns import build_clips
+    from audio.tools.bench_turns_replay import extract
+
+    base = HearingSettings()
+    pauses = [float(p) for p in args.pauses.split(",")]
+    clips = build_clips(args.dir, args.limit, args.hesitations, pauses, not args.no_piper)
+    stt = make_transcriber(base)
+    stt.load()
+    model = SmartTurnModel(resolve_model_path(base.turn_model))
+    model.load()
+    print(f"{len(clips)} clips → {args.extract}")
+    extract(clips, stt, model, base, args.extract)
+    return 0
 
 
 def _bench_stt(args: argparse.Namespace) -> int:

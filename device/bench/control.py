@@ -11,6 +11,11 @@ the JSON and the two hops cost. An agent client (paho, its own network thread) m
   has reached the output (the speaker's timing at the sink), so it is when the device is silent.
 
 Each round then puts the device back to sleep (``sleep`` → ``asleep``) for the next tap.
+
+The **backlog** case publishes a burst of ``say`` chunks (``--backlog N``, 40 by default) right before the
+tap or the stop, so the control item has data ahead of it in the device's inbox. It runs the daemon
+twice side by side: control first (the daemon as it ships) and the plain FIFO inbox (arrival order, the
+old ordering: ``device.bench.fifo_daemon``, selectable only here).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import asyncio
 import json
 import socket
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -48,6 +54,12 @@ def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction)
     """Add ``bench control``."""
     b = bench.add_parser("control", help="tap → wake and stop → silent over MQTT, daemon vs a naive device")
     b.add_argument("--runs", type=int, default=20, help="rounds per device (default 20)")
+    b.add_argument(
+        "--backlog",
+        type=int,
+        default=40,
+        help="say chunks published right before the control item (default 40)",
+    )
     b.add_argument("--json", action="store_true", help="print the figures as one JSON line")
     b.set_defaults(func=_bench_control)
 
@@ -153,16 +165,39 @@ def _is(kind: str, **fields: Any) -> Callable[[str, dict[str, Any]], bool]:
     return test
 
 
-def measure(agent: _Client, topics: Topics, runs: int) -> dict[str, list[float]]:
-    """``runs`` rounds of tap → wake and stop → silent against the device behind ``topics``."""
+class FifoDaemon(DaemonProcess):
+    """The daemon with the plain FIFO inbox (``device.bench.fifo_daemon``): the baseline of the backlog."""
+
+    def argv(self) -> list[str]:
+        args = super().argv()
+        return [sys.executable, "-m", "device.bench.fifo_daemon", *args[args.index("run") :]]
+
+
+def _burst(agent: _Client, topics: Topics, tag: str, say: str, count: int) -> None:
+    """``count`` chunks of reply ``say`` (not final), published back to back."""
+    for i in range(count):
+        chunk = SayCommand(id=f"c-{tag}-{i}", say=say, text=f"And then, part {i} of the story.", final=False)
+        agent.publish(topics.command, chunk.encode())
+
+
+def measure(agent: _Client, topics: Topics, runs: int, backlog: int = 0) -> dict[str, list[float]]:
+    """``runs`` rounds of tap → wake and stop → silent against the device behind ``topics``; with
+    ``backlog``, that many say chunks are published right before the tap and the stop."""
     figures: dict[str, list[float]] = {"tap → wake": [], "stop → silent": []}
-    for n in range(runs):
+    for n in (f"{backlog}-{i}" for i in range(runs)):  # command and reply ids unique per case
+        _burst(
+            agent, topics, f"asleep-{n}", f"asleep-{n}", backlog
+        )  # refused (asleep): data ahead of the tap
         sent = agent.publish(topics.sim_tap, b"{}")
         figures["tap → wake"].append((agent.expect(_is("wake")) - sent) * 1000)
         say = f"bench-{n}"
-        agent.publish(topics.command, SayCommand(id=f"c-say-{n}", say=say, text=LONG_REPLY).encode())
+        first = SayCommand(id=f"c-say-{n}", say=say, text=LONG_REPLY, final=not backlog)
+        agent.publish(topics.command, first.encode())
         agent.expect(_is("playback_started", say=say))
         time.sleep(0.3)  # the reply is well under way
+        _burst(
+            agent, topics, f"more-{n}", say, backlog
+        )  # more of the playing reply, queued ahead of the stop
         sent = agent.publish(topics.command, StopCommand(id=f"c-stop-{n}").encode())
         figures["stop → silent"].append(
             (agent.expect(_is("playback_finished", say=say, interrupted=True)) - sent) * 1000
@@ -178,23 +213,35 @@ def _row(name: str, values: list[float]) -> str:
     return f"{name:<14} median {statistics.median(values):7.1f} ms   p90 {p90:7.1f} ms"
 
 
+async def _wait_ready(*daemons: DaemonProcess) -> None:
+    await asyncio.gather(*(d.wait_ready() for d in daemons))
+
+
 def _bench_control(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="robot-face-bench-") as tmp:
         work = Path(tmp)
         broker = Mosquitto(work / "mosquitto", extra_config="set_tcp_nodelay true\n")  # as deploy/mosquitto
         broker.start()
         daemon = DaemonProcess(broker.url, "bench-daemon", work / "daemon")
+        fifo = FifoDaemon(broker.url, "bench-fifo", work / "fifo")
         naive: NaiveDevice | None = None
         agent: _Client | None = None
         try:
             daemon.start()
-            asyncio.run(daemon.wait_ready())
+            fifo.start()
+            asyncio.run(_wait_ready(daemon, fifo))
             naive = NaiveDevice(broker, Topics(device="bench-naive"))
             agent = _Client(broker, "bench-agent")
             agent.subscribe("robotface/+/event")
             results = {
                 "daemon": measure(agent, Topics(device="bench-daemon"), args.runs),
                 "naive": measure(agent, Topics(device="bench-naive"), args.runs),
+                f"backlog {args.backlog}: control first": measure(
+                    agent, Topics(device="bench-daemon"), args.runs, args.backlog
+                ),
+                f"backlog {args.backlog}: FIFO": measure(
+                    agent, Topics(device="bench-fifo"), args.runs, args.backlog
+                ),
             }
         finally:
             if agent is not None:
@@ -202,13 +249,15 @@ def _bench_control(args: argparse.Namespace) -> int:
             if naive is not None:
                 naive.close()
             daemon.stop()
+            fifo.stop()
             broker.kill()
     if args.json:
         print(json.dumps(results))
         return 0
     print(f"control latency over MQTT, {args.runs} rounds each (agent → broker → device → broker → agent)")
+    width = max(len(name) for name in results)
     for metric in ("tap → wake", "stop → silent"):
         print(f"-- {metric}")
         for device, figures in results.items():
-            print(f"   {device:<7} {_row('', figures[metric])}")
+            print(f"   {device:<{width}} {_row('', figures[metric])}")
     return 0

@@ -21,10 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from device.memory import TUNING_ENV, open_fds, process_memory, thread_count
+from device.memory import TRIM_INTERVAL_S, TUNING_ENV, open_fds, process_memory, thread_count
 
-SETTLE_S = 5.0
-"""Seconds the daemon idles after "Ready" before its start figures are read."""
+SETTLE_S = TRIM_INTERVAL_S + 1.0
+"""Seconds the daemon idles after "Ready" and after the conversation before its figures are read:
+its malloc trimming (``device.memory``) has run once since, so what it freed last is not counted
+(as the part-by-part child waits before its last step)."""
 IDLE_S = 20.0
 """Seconds the awake, idle daemon's CPU time is measured over."""
 

@@ -72,6 +72,10 @@ def run(mode: str) -> None:
     if mode == "baseline":
         import onnx  # noqa: F401  (the runtime imported it to patch Piper)
 
+        from audio.hearing.deferred_imports import load
+
+        load("av")  # faster-whisper's import brought PyAV in
+
         audio.onnx_sessions.cpu_session = functools.partial(audio.onnx_sessions.cpu_session, lean=False)
         tts._load_piper = _baseline_piper
     import device.shell.runtime  # noqa: F401  (every module the daemon imports)
@@ -88,7 +92,7 @@ def run(mode: str) -> None:
 
     cross_dir = resolve_model_dir(config.hearing.stt_cross_check_model)
     if cross_dir is not None:
-        whisper._cross = MoonshineRecogniser(cross_dir)
+        whisper._cross = MoonshineRecogniser(cross_dir)  # eager: its memory in this step
         whisper._cross.load()
     _step("Moonshine cross-check (onnxruntime)")
     voice = tts.TtsVoice.load("", threads=config.speaking.tts_threads)

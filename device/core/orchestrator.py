@@ -5,7 +5,9 @@ agent asks (command or ``[sleep]`` tag) and only after the speech queued before 
 ``sleep_allowed`` veto checked when a sleep would take effect, say-while-asleep rejected, chunks of an
 ended or stopped reply refused, every utterance closed exactly once (also across a restart), emotion
 marks shown at their word, the voice following the language, the face's wake-up animation and notice.
-What the shell should log about a decision comes back as a ``Note`` action.
+What the shell should log about a decision comes back as a ``Note`` action. Control that the shell's
+inbox stepped ahead of data (``Stamped``, ``Reached``) leaves the outcomes of arrival order: data is
+judged by what was in force when it arrived (``device.core.early``).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from agent_link.protocol.event_messages import (
     UtteranceFailedBody,
     WakeBody,
 )
-from agent_link.protocol.message_base import FailureReason, RejectReason, SpeechEnd
+from agent_link.protocol.message_base import FailureReason, RejectReason, SpeechEnd, TapSource
 from agent_link.protocol.messages import (
     ConfigCommand,
     SayCommand,
@@ -76,6 +78,21 @@ from device.core.derived import (
     status_fields,
     wake_animation_over,
 )
+from device.core.early import (
+    arrived_before,
+    blocked,
+    ended_by,
+    ending_stop,
+    judged_awake,
+    remember,
+    sleep_allowed_then,
+    sleep_may_come,
+    stopped_after,
+    stopped_here,
+    take,
+    tap_waits,
+    update,
+)
 from device.core.inputs import (
     AgentPresence,
     Booted,
@@ -83,11 +100,14 @@ from device.core.inputs import (
     CommandRefused,
     DeviceInput,
     LinkChanged,
+    Reached,
+    Stamped,
+    StorageProblem,
     Tapped,
     TimerFired,
     TypedText,
 )
-from device.core.state import DeviceState, PendingSleep, Phase, Reply, Settings
+from device.core.state import DeviceState, EarlyControl, PendingSleep, Phase, Reply, Settings
 from face.tags import TagVocabulary, parse_chunk
 
 __all__ = ["Rules", "boot_actions", "display_of", "hold_points", "initial_state", "status_fields", "step"]
@@ -124,10 +144,15 @@ def boot_actions(state: DeviceState, rules: Rules = Rules()) -> list[Action]:
     return [CloseMicrophone(), *_apply(state.settings, rules)]
 
 
-def step(state: DeviceState, event: DeviceInput, rules: Rules = Rules()) -> tuple[DeviceState, list[Action]]:
-    """Apply one event; return the new state and the actions to perform, in order."""
+def step(
+    state: DeviceState, event: DeviceInput | Stamped, rules: Rules = Rules()
+) -> tuple[DeviceState, list[Action]]:
+    """Apply one event; return the new state and the actions to perform, in order.
+
+    A ``Stamped`` event is judged by what was in force when it arrived (``device.core.early``)."""
+    arrival, event = (event.arrival, event.input) if isinstance(event, Stamped) else (0, event)
     actions: list[Action] = []
-    new = _handle(state, event, actions, rules)
+    new = replace(_handle(replace(state, arrival=arrival), event, actions, rules), arrival=0)
     if new.awake:
         new = replace(new, phase=_awake_phase(new))
     actions.extend(hold_changes(state, new))
@@ -163,16 +188,24 @@ def _on_booted(state: DeviceState, ev: Booted, out: list[Action], rules: Rules) 
 
 # ---- taps and typed text ---------------------------------------------------------------------------
 def _on_tap(state: DeviceState, ev: Tapped, out: list[Action], rules: Rules) -> DeviceState:
+    if state.arrival and (tap_waits(state) or (state.awake and sleep_may_come(state))):
+        # Data queued before the tap may put the device to sleep, or an earlier tap's report waits:
+        # at its marker it is a tap, or it wakes the device.
+        return remember(state, EarlyControl("tap", state.arrival, ev.ts, source=ev.source))
     if state.awake:
         out.append(Publish(TapBody(source=ev.source, ts=ev.ts)))
         return state
+    return remember(_wake(state, ev.source, ev.ts, out), EarlyControl("wake", state.arrival, ev.ts))
+
+
+def _wake(state: DeviceState, source: TapSource, ts: float, out: list[Action]) -> DeviceState:
     out.append(OpenMicrophone())
-    out.append(Publish(WakeBody(source=ev.source, ts=ev.ts)))
+    out.append(Publish(WakeBody(source=source, ts=ts)))
     return replace(state, phase=Phase.IDLE, thinking=False)
 
 
 def _on_typed(state: DeviceState, ev: TypedText, out: list[Action], rules: Rules) -> DeviceState:
-    if not state.awake:
+    if not judged_awake(state):
         out.append(Note("info", "Typed text ignored while asleep (a tap wakes the device)"))
         return state
     body = TranscriptBody(
@@ -198,7 +231,7 @@ def _start_thinking(state: DeviceState, ts: float, out: list[Action], rules: Rul
 
 # ---- hearing -----------------------------------------------------------------------------------------
 def _on_speech_started(state: DeviceState, ev: SpeechStarted, out: list[Action], rules: Rules) -> DeviceState:
-    if not state.awake:
+    if not judged_awake(state):
         out.append(
             Note("warning", f"Speech start {ev.utterance} while asleep ignored (microphone should be closed)")
         )
@@ -297,7 +330,7 @@ def _on_playback_started(
     reply = state.reply(ev.say)
     if reply is None:
         return state
-    if not state.awake:
+    if not judged_awake(state):
         # The output had begun this reply (queued behind the one whose end put the device to sleep)
         # before the stop reached it: it is being faded out and gets its interrupted finish.
         out.append(Note("info", f"reply {ev.say} started after the device fell asleep: not reported"))
@@ -344,14 +377,18 @@ def _on_playback_finished(
     due: list[PendingSleep] = []
     waiting: list[PendingSleep] = []
     for pending in state.sleeps:
-        left = pending.after - {ev.say}
-        (waiting if left else due).append(replace(pending, after=left))
+        left = replace(pending, after=pending.after - {ev.say})
+        (waiting if left.after or blocked(state, left) else due).append(left)
     if reply.sleep_tag and not ev.interrupted:
         due.append(PendingSleep("tag", frozenset(), ev.say))
     state = replace(state, sleeps=tuple(waiting))
+    return _sleep_if_awake(state, due, ev.ts, out)
+
+
+def _sleep_if_awake(state: DeviceState, due: list[PendingSleep], ts: float, out: list[Action]) -> DeviceState:
     for pending in due:
-        if state.awake:
-            state = _sleep_now(state, pending, ev.ts, out)
+        if judged_awake(state):
+            state = _sleep_now(state, pending, ts, out)
     return state
 
 
@@ -368,7 +405,7 @@ def _stop_speaking(state: DeviceState, out: list[Action]) -> DeviceState:
 # ---- sleep -------------------------------------------------------------------------------------------
 def _sleep_now(state: DeviceState, pending: PendingSleep, ts: float, out: list[Action]) -> DeviceState:
     """A sleep request takes effect now, unless ``sleep_allowed`` is false at this moment."""
-    if not state.settings.sleep_allowed:
+    if not sleep_allowed_then(state):
         say = pending.say if pending.via == "tag" else None
         out.append(Publish(SleepIgnoredBody(via=pending.via, say=say, ts=ts)))
         return state
@@ -376,7 +413,7 @@ def _sleep_now(state: DeviceState, pending: PendingSleep, ts: float, out: list[A
     for utterance in ([state.hearing] if state.hearing else []) + sorted(state.decoding):
         out.append(_failed(utterance, "interrupted", "the device fell asleep", ts))
     if state.replies:
-        state = _stop_speaking(state, out)
+        state = _stop_speaking(stopped_here(state), out)
     if state.thinking:
         out.append(CancelTimer(THINKING_TIMER))
     out.append(Publish(AsleepBody(reason=pending.via, ts=ts)))
@@ -399,17 +436,20 @@ def _on_command(state: DeviceState, ev: CommandReceived, out: list[Action], rule
     if isinstance(cmd, SayCommand):
         return _on_say(state, cmd, ev.ts, out, rules)
     if isinstance(cmd, StopCommand):
+        live = frozenset(r.say for r in state.replies if not r.stopped)
+        state = remember(state, EarlyControl("stop", state.arrival, ev.ts, stopped=live))
         return _stop_speaking(state, out) if state.replies else state
     if isinstance(cmd, SleepCommand):
+        state = remember(state, EarlyControl("sleep", state.arrival, ev.ts))
         if not state.awake:
             out.append(Note("info", f"sleep {cmd.id} while asleep: nothing to do"))
             return state
-        after = frozenset(r.say for r in state.replies)
-        pending = PendingSleep("command", after)
-        if after:
-            return replace(state, sleeps=(*state.sleeps, pending))
-        return _sleep_now(state, pending, ev.ts, out)
+        return _sleep_command(state, ev.ts, out, state.arrival)
     if isinstance(cmd, SleepAllowedCommand):
+        before = EarlyControl(
+            "sleep_allowed", state.arrival, ev.ts, sleep_allowed=state.settings.sleep_allowed
+        )
+        state = remember(state, before)
         return _with_settings(
             state, replace(state.settings, sleep_allowed=cmd.value), out, rules, apply=False
         )
@@ -428,6 +468,42 @@ def _on_command(state: DeviceState, ev: CommandReceived, out: list[Action], rule
         return _with_settings(state, new, out, rules, apply=True)
     out.append(Note("warning", f"Command type {type(cmd).__name__} has no rule"))
     return state
+
+
+def _sleep_command(state: DeviceState, ts: float, out: list[Action], arrival: int) -> DeviceState:
+    """A sleep command: after the replies queued before it; stepped early (``arrival``), it waits for
+    its marker at least (data queued before it may still add speech to wait for)."""
+    after = frozenset(r.say for r in state.replies)
+    # Replies a stop stepped early ended unseen would still be queued here in arrival order: their
+    # end is that stop's (its marker).
+    wait = max([arrival, *(c.arrival for c in state.early if c.kind == "stop" and c.ended)])
+    pending = PendingSleep("command", after, arrival=arrival, not_before=wait)
+    if after or wait:
+        return replace(state, sleeps=(*state.sleeps, pending))
+    return _sleep_now(state, pending, ts, out)
+
+
+def _on_reached(state: DeviceState, ev: Reached, out: list[Action], rules: Rules) -> DeviceState:
+    """Every data item that arrived before control item ``ev.arrival`` has been stepped."""
+    control, state = take(replace(state, arrival=ev.arrival), ev.arrival)
+    if control is None:
+        return state
+    if control.kind == "tap":
+        if judged_awake(state):
+            out.append(Publish(TapBody(source=control.source, ts=control.ts)))
+            return state
+        return _wake(state, control.source, control.ts, out)
+    if control.kind == "sleep" and not any(p.arrival == control.arrival for p in state.sleeps):
+        # Asleep when it was stepped, or put to sleep by data that arrived before it: a tap that came
+        # between woke the device, so in arrival order this sleep finds it awake.
+        return _sleep_command(state, control.ts, out, 0) if judged_awake(state) else state
+    due: list[PendingSleep] = []
+    waiting: list[PendingSleep] = []
+    for pending in state.sleeps:
+        if pending.not_before == control.arrival:
+            pending = replace(pending, not_before=0)
+        (waiting if pending.after or blocked(state, pending) else due).append(pending)
+    return _sleep_if_awake(replace(state, sleeps=tuple(waiting)), due, control.ts, out)
 
 
 def voice_for(settings: Settings, rules: Rules) -> str:
@@ -465,16 +541,24 @@ def _with_settings(
 
 
 def _on_say(state: DeviceState, cmd: SayCommand, ts: float, out: list[Action], rules: Rules) -> DeviceState:
-    if not state.awake:
+    if not judged_awake(state):
         out.append(_reject(cmd.id, "asleep", "the device is asleep; only a tap wakes it", ts))
         return state
+    stop = ended_by(state, cmd.say)
+    if stop is not None:
+        return _chunk_of_unseen(state, stop, cmd, ts, out)
     reply = state.reply(cmd.say)
     if (reply is not None and reply.final) or (reply is None and cmd.say in state.ended):
         out.append(_reject(cmd.id, "invalid", f"reply {cmd.say!r} already ended (finished or stopped)", ts))
         return state
+    stop = ending_stop(state) if reply is None else None
+    if stop is not None:
+        return _chunk_of_unseen(state, stop, cmd, ts, out)
     if reply is not None and reply.stopped:
         # Stopped, its interrupted finish on the way: what the agent sent meanwhile is not spoken.
         out.append(Note("debug", f"chunk {cmd.id} of stopped reply {cmd.say} not spoken"))
+        if cmd.final and stopped_after(state, cmd.say):
+            return _put_reply(state, replace(reply, final=True))  # its last chunk, sent before the stop
         return state
     new_reply = reply is None
     reply = reply or Reply(say=cmd.say)
@@ -497,8 +581,42 @@ def _on_say(state: DeviceState, cmd: SayCommand, ts: float, out: list[Action], r
             out.append(OpenRecord("replies", cmd.say))
         out.append(Speak(cmd.say, parsed.text, cmd.final))
     if new_reply:
-        return replace(state, replies=(*state.replies, reply))
+        return _queued_before_sleeps(replace(state, replies=(*state.replies, reply)), cmd.say)
     return _put_reply(state, reply)
+
+
+def _queued_before_sleeps(state: DeviceState, say: str) -> DeviceState:
+    """A new reply sent before a sleep command stepped early: the sleep waits for it too."""
+    return replace(
+        state,
+        sleeps=tuple(
+            replace(p, after=p.after | {say}) if arrived_before(state, p.arrival) else p for p in state.sleeps
+        ),
+    )
+
+
+def _chunk_of_unseen(
+    state: DeviceState, stop: EarlyControl, cmd: SayCommand, ts: float, out: list[Action]
+) -> DeviceState:
+    """A chunk of a reply first seen after a stop stepped early, sent before it: the stop ended that
+    reply. Not spoken; its first chunk gets the interrupted finish, a chunk after its final one is
+    refused — as in arrival order, where the speaker got it and the stop dropped it."""
+    if cmd.say in stop.ended_final:
+        out.append(_reject(cmd.id, "invalid", f"reply {cmd.say!r} already ended (finished or stopped)", ts))
+        return state
+    finals = stop.ended_final | ({cmd.say} if cmd.final else set())
+    state = update(state, replace(stop, ended=stop.ended | {cmd.say}, ended_final=finals))
+    if cmd.say in stop.ended:
+        out.append(Note("debug", f"chunk {cmd.id} of stopped reply {cmd.say} not spoken"))
+        return state
+    out.append(Note("debug", f"reply {cmd.say} was sent before a stop: ended unspoken"))
+    out.append(Publish(PlaybackFinishedBody(say=cmd.say, interrupted=True, ts=stop.ts)))
+    # A sleep sent after it (and stepped early) would have waited for its end: that end is the stop's.
+    sleeps = tuple(
+        replace(p, not_before=max(p.not_before, stop.arrival)) if arrived_before(state, p.arrival) else p
+        for p in state.sleeps
+    )
+    return replace(state, sleeps=sleeps, ended=(*state.ended, cmd.say)[-ENDED_MEMORY:])
 
 
 # ---- link, health, timers ------------------------------------------------------------------------------
@@ -530,6 +648,12 @@ def _on_duplex(state: DeviceState, ev: DuplexChanged, out: list[Action], rules: 
     else:
         out.append(Note("warning" if state.duplex == "full" else "info", f"Half duplex: {ev.reason}"))
     return replace(state, duplex=ev.mode, duplex_reason=ev.reason if ev.mode == "half" else "")
+
+
+def _on_storage(state: DeviceState, ev: StorageProblem, out: list[Action], rules: Rules) -> DeviceState:
+    out.append(Note("warning" if ev.ok else "error", f"Storage {'back' if ev.ok else 'fault'}: {ev.detail}"))
+    faults = state.faults - {"storage"} if ev.ok else state.faults | {"storage"}
+    return replace(state, faults=faults)
 
 
 def _on_timer(state: DeviceState, ev: TimerFired, out: list[Action], rules: Rules) -> DeviceState:
@@ -576,7 +700,9 @@ _HANDLERS.add(LinkChanged, _on_link)
 _HANDLERS.add(AgentPresence, _on_agent)
 _HANDLERS.add(AudioDeviceProblem, _on_audio_problem)
 _HANDLERS.add(DuplexChanged, _on_duplex)
+_HANDLERS.add(StorageProblem, _on_storage)
 _HANDLERS.add(TimerFired, _on_timer)
+_HANDLERS.add(Reached, _on_reached)
 
 
 def _handle(state: DeviceState, event: DeviceInput, out: list[Action], rules: Rules) -> DeviceState:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Literal
 
-from agent_link.protocol.message_base import Duplex, SleepVia
+from agent_link.protocol.message_base import Duplex, SleepVia, TapSource
 from face.state import FaceState
 from face.tags import Mark
 
@@ -55,6 +56,37 @@ class PendingSleep:
     via: SleepVia
     after: frozenset[str]
     say: str | None = None
+    arrival: int = 0
+    """The sleep command's arrival number (0: stepped in order): say chunks that arrived before it
+    but were stepped after it are still speech queued before the request."""
+    not_before: int = 0
+    """It takes effect no sooner than the marker of this control item (0: no wait)."""
+
+
+EarlyKind = Literal["stop", "sleep", "wake", "tap", "sleep_allowed"]
+
+
+@dataclass(frozen=True, slots=True)
+class EarlyControl:
+    """A control item stepped ahead of data that arrived before it, until its marker is reached.
+
+    Data that arrived before it is judged by what was in force then (``device.core.early``)."""
+
+    kind: EarlyKind
+    """``wake``: a tap that woke the device; ``tap``: a tap on an awake device whose report waits for
+    the marker, because a sleep may take effect before it (then the tap wakes the device instead)."""
+    arrival: int
+    ts: float
+    source: TapSource = "sim"
+    """The tap's source (``tap``)."""
+    sleep_allowed: bool = True
+    """The ``sleep_allowed`` value in force before it (``sleep_allowed``)."""
+    stopped: frozenset[str] = frozenset()
+    """Replies this stop marked stopped (``stop``): their chunks sent before it still count (a final one)."""
+    ended: frozenset[str] = frozenset()
+    """Replies this stop ended before they were seen (``stop``): their first chunk arrived before it."""
+    ended_final: frozenset[str] = frozenset()
+    """Of those, the ones whose final chunk came: a chunk after it is refused as in arrival order."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,10 +105,14 @@ class DeviceState:
     """A transcript was sent and no reply has started yet (display only)."""
     ended: tuple[str, ...] = ()
     """The most recent replies that finished or were stopped: later chunks for them are refused."""
+    early: tuple[EarlyControl, ...] = ()
+    """Control items stepped ahead of data whose marker has not been reached yet (oldest first)."""
+    arrival: int = 0
+    """The arrival number of the input being stepped (0: a bare input, judged in order); 0 between steps."""
     connected: bool = False
     agent_online: bool = False
     faults: frozenset[str] = frozenset()
-    """Audio directions currently failing ("input", "output")."""
+    """What is failing now: audio directions ("input", "output"), "storage" (the state directory)."""
     shown: FaceState | None = None
     """The face state last decided (``display_of`` when it was decided); None before the first."""
     waking: bool = False

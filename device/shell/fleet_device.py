@@ -23,6 +23,7 @@ from device.core.inputs import Booted, DeviceInput
 from device.core.orchestrator import Rules, boot_actions, initial_state, status_fields, step
 from device.core.state import Settings
 from device.shell.dispatch import Dispatch
+from device.shell.inbox import Inbox
 from device.shell.messages import MessageReader
 from face.state import FaceState
 
@@ -192,13 +193,13 @@ class SimDevice:
         self.dispatch.speaker = self.speaker
         self.dispatch.listener = DeafMicrophone()
         self.dispatch.face = RememberedFace()
-        self.inbox: asyncio.Queue[DeviceInput] = asyncio.Queue()
+        self.inbox = Inbox()
         self._status: dict[str, Any] | None = None
         self._tasks: list[asyncio.Task[None]] = []
 
     def put(self, event: DeviceInput) -> None:
-        """Hand an event to the core."""
-        self.inbox.put_nowait(event)
+        """Hand an event to the core (control goes ahead of data: ``device.shell.inbox``)."""
+        self.inbox.put(event)
 
     def _on_link(self, connected: bool, detail: str) -> None:
         pass
@@ -235,6 +236,8 @@ class SimDevice:
         await self.dispatch.execute(boot_actions(self.state, self.rules))
         while True:
             event = await self.inbox.get()
+            if event is None:
+                return
             self.state, actions = step(self.state, event, self.rules)
             await self.dispatch.execute(actions)
             self._refresh_status()

@@ -33,16 +33,19 @@ from device.core.inputs import (
     Booted,
     DeviceInput,
     LinkChanged,
+    Stamped,
     Tapped,
 )
 from device.core.orchestrator import Rules, boot_actions, initial_state, status_fields, step
 from device.core.state import DeviceState, Settings
 from device.persistence import StateDir
 from device.shell.dispatch import Dispatch
+from device.shell.inbox import Inbox
 from device.shell.messages import MessageReader
 from device.shell.notify import SystemdNotifier
 from device.shell.parts import make_face, make_source, make_speaker, simulated_microphone
 from device.shell.records import OpenRecords
+from device.shell.storage_watch import StorageWatch, Store
 from face.tags import TagVocabulary
 from face.web import FaceWebServer
 
@@ -52,12 +55,11 @@ READY_WAIT_S = 20.0
 """How long readiness waits for the broker before telling systemd it is up anyway, in seconds."""
 
 
-class _Stop:
-    """Inbox sentinel: the orchestrator loop ends after the events before it."""
-
-
 class Runtime:
     """The device daemon: builds the parts, runs the orchestrator, shuts down cleanly."""
+
+    control_first = True
+    """The inbox steps control ahead of data (False only in ``robot-face bench control``'s baseline)."""
 
     def __init__(self, config: Config, notifier: SystemdNotifier | None = None) -> None:
         self.config = config
@@ -73,7 +75,7 @@ class Runtime:
             duck_db=config.hearing.duck_db,
         )
         self.state: DeviceState = initial_state(Settings())
-        self.inbox: asyncio.Queue[DeviceInput | _Stop] = asyncio.Queue()
+        self.inbox = Inbox(control_first=self.control_first)
         self._status: dict[str, Any] | None = None
         self._stopping = asyncio.Event()
         self._last_step = time.monotonic()
@@ -84,8 +86,10 @@ class Runtime:
 
     # ---- inputs from the edges (all called on the loop) ----------------------------------------------
     def put(self, event: DeviceInput) -> None:
-        """Hand an event to the orchestrator."""
-        self.inbox.put_nowait(event)
+        """Hand an event to the orchestrator (control goes ahead of data: ``device.shell.inbox``)."""
+        ahead = self.inbox.put(event)
+        if ahead:
+            _LOGGER.debug("%s goes ahead of %d queued inputs", type(event).__name__, ahead)
 
     def _on_connection(self, connected: bool, detail: str) -> None:
         self.put(LinkChanged(connected, detail, time.time()))
@@ -133,7 +137,7 @@ class Runtime:
             self._status = fields
             self.link.set_status(self._status_message())
 
-    async def _step(self, event: DeviceInput) -> None:
+    async def _step(self, event: DeviceInput | Stamped) -> None:
         self.state, actions = step(self.state, event, self.rules)
         await self.dispatch.execute(actions)
         # The status goes before the events of the step (agents read the state when an event comes).
@@ -145,7 +149,7 @@ class Runtime:
         while True:
             event = await self.inbox.get()
             self._last_step = time.monotonic()
-            if isinstance(event, _Stop):
+            if event is None:  # the end, after everything put before it
                 return
             try:
                 await self._step(event)
@@ -157,7 +161,7 @@ class Runtime:
         orchestrator = next((t for t in self._tasks if t.get_name() == "orchestrator"), None)
         if orchestrator is None or orchestrator.done():
             return False
-        return self.inbox.qsize() == 0 or time.monotonic() - self._last_step < 10.0
+        return self.inbox.empty() or time.monotonic() - self._last_step < 10.0
 
     def request_stop(self) -> None:
         """Begin a clean shutdown (SIGTERM / SIGINT)."""
@@ -186,6 +190,8 @@ class Runtime:
         if failed is not None:
             return await self._abort_start(server, failed)
         self._spawn(self._orchestrate(), "orchestrator")
+        stores: list[Store] = [self.state_dir, self.outbox, self.gate.store]
+        self._spawn(StorageWatch(stores, self.put).run(), "storage-watch")
         self._spawn(self._announce_ready(), "readiness")
         if self.config.device.watchdog:
             self._spawn(self.notifier.keep_alive(self.healthy), "watchdog")
@@ -319,7 +325,7 @@ class Runtime:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.listener.close(), 2.0)
         await asyncio.sleep(0.05)  # let the parts hand over their last events (playback_finished...)
-        self.inbox.put_nowait(_Stop())
+        self.inbox.end()
         orchestrator = next(t for t in self._tasks if t.get_name() == "orchestrator")
         with contextlib.suppress(Exception):
             await asyncio.wait_for(asyncio.shield(orchestrator), 2.0)

@@ -312,6 +312,9 @@ def test_beam_second_opinion_replaces_a_shaky_greedy_transcript(
     f = res.features
     assert f is not None and f.changed_by_beam and 0.0 < f.nbest_posterior <= 1.0, res
     assert word_errors("What time is it?", res.text) < word_errors("What time is it?", misread), res
+    # The beam's text ends on another word than the greedy one: its end probability is measured
+    # again (one forced pass), and a whole question is expected to end there.
+    assert res.end_prob is not None and res.end_prob > 0.5, res
     # The same misreading with confident tokens gets no second opinion: it stands.
     _short_window_says(hearing_transcriber, monkeypatch, misread, token_probs=[0.95] * n)
     sure = hearing_transcriber.transcribe(clip, speech_ratio=0.8)

@@ -46,3 +46,31 @@ def test_without_a_sentence_mark_the_model_must_be_surer() -> None:
 def test_no_transcript_leaves_the_model_alone() -> None:
     assert turn_complete(0.7, None, 0.5, "words+punctuation")
     assert not turn_complete(0.3, "", 0.5, "words+punctuation")
+
+
+def test_words_end_needs_the_decoder_to_expect_a_sentence_mark() -> None:
+    # A first half the model calls complete, whose text the decoder would not end there: wait.
+    assert not turn_complete(0.7, "Had he married a more amiable woman", 0.5, "words+end", end_prob=0.05)
+    # The same probability on a sentence the decoder would end: complete at once.
+    assert turn_complete(0.7, "Turn on the lights.", 0.5, "words+end", end_prob=0.8)
+    # A text without a mark the decoder still expects to end (a Whisper that dropped the full stop).
+    assert turn_complete(0.7, "Turn on the lights", 0.5, "words+end", end_prob=0.6, end_min=0.3)
+
+
+def test_words_end_lets_a_sure_model_end_any_text_but_an_unfinished_one() -> None:
+    assert turn_complete(
+        0.95, "He might even have been made amiable", 0.5, "words+end", end_prob=0.01, sure=0.9
+    )
+    assert not turn_complete(
+        0.89, "He might even have been made amiable", 0.5, "words+end", end_prob=0.01, sure=0.9
+    )
+    assert not turn_complete(0.99, "Can we do the", 0.5, "words+end", end_prob=0.99)
+
+
+def test_words_end_below_the_threshold_waits_whatever_the_decoder_says() -> None:
+    assert not turn_complete(0.3, "Turn on the lights.", 0.5, "words+end", end_prob=0.99)
+
+
+def test_words_end_without_an_end_probability_is_words_punctuation() -> None:
+    for p, text in [(0.6, "Turn on the lights."), (0.6, "and so my fellow"), (0.95, "and so my fellow")]:
+        assert turn_complete(p, text, 0.5, "words+end") == turn_complete(p, text, 0.5, "words+punctuation")

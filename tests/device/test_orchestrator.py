@@ -50,6 +50,7 @@ from device.core.inputs import (
     CommandRefused,
     DeviceInput,
     LinkChanged,
+    StorageProblem,
     Tapped,
     TimerFired,
     TypedText,
@@ -515,6 +516,19 @@ def test_display_offline_error_and_speaking() -> None:
     run.feed(AudioDeviceProblem("input", False, "gone", 2.0))
     assert display_of(run.state) is FaceState.ERROR
     run.feed(AudioDeviceProblem("input", True, "back", 3.0))
+    assert display_of(run.state) is FaceState.IDLE
+
+
+def test_a_storage_fault_shows_on_the_face_until_it_is_over() -> None:
+    run = Run()
+    run.wake()
+    run.feed(LinkChanged(True, "", 1.0), AgentPresence(True, 1.0))
+    acts = run.feed(StorageProblem(False, "state directory read-only", 2.0))
+    assert display_of(run.state) is FaceState.ERROR and "storage" in run.state.faults
+    assert any(isinstance(a, Note) and a.level == "error" and "read-only" in a.message for a in acts)
+    run.feed(AudioDeviceProblem("input", False, "gone", 2.5), StorageProblem(True, "written again", 3.0))
+    assert run.state.faults == {"input"}  # one fault over, the other still shows
+    run.feed(AudioDeviceProblem("input", True, "back", 3.5))
     assert display_of(run.state) is FaceState.IDLE
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -66,9 +67,12 @@ class FailingDisk:
         name = Path(self.loop).name
         Path(f"/sys/fs/ext4/{name}/trigger_fs_error").write_text("robot-face test: a failing card\n")
 
-    def repair(self) -> None:
-        """Detach the failed filesystem, check it and mount it again at the same place."""
+    def repair(self, while_unmounted: Callable[[], None] | None = None) -> None:
+        """Detach the failed filesystem, check it and mount it again at the same place
+        (``while_unmounted`` runs while the mount point shows what lies beneath)."""
         _run("umount", "-l", str(self.mountpoint))
+        if while_unmounted is not None:
+            while_unmounted()
         _run("losetup", "-d", self.loop)
         _run("e2fsck", "-fy", str(self.image))
         self._mount()

@@ -1,0 +1,119 @@
+"""The offline replay of turn verdict rules (``audio.tools.bench_turns_replay``) on synthetic caches:
+a rule ends a turn at the first pause it calls complete, a late answer to a pause the user spoke on
+past decides nothing, and no "complete" at the last pause is a wait for the fallback."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from audio.hearing.settings import HearingSettings
+from audio.hearing.speech_gate import SpeechGate
+from audio.hearing.turn_model import SmartTurnModel, default_model_path
+from audio.hearing.whisper_stt import WhisperTranscriber
+from audio.tools.bench_turns import Clip
+from audio.tools.bench_turns_replay import ASK_FRAMES, DECODE_FRAMES, Rule, extract_clip, replay_clip, score
+from tests.audio.conftest import HEARING_SPEECH_DIR
+
+FRAME_MS = 30
+
+
+def _pause(
+    run: int, resumed: bool, probs: dict[int, float], text: str, end_prob: float, utterance: int = 1
+) -> dict[str, Any]:
+    return {
+        "utterance": utterance,
+        "run": run,
+        "resumed": resumed,
+        "probs": {str(k): v for k, v in probs.items()},
+        "model_ms": {str(k): 60.0 for k in probs},
+        "decodes": {"3": {"text": text, "end_prob": end_prob, "decode_ms": 200.0}},
+    }
+
+
+def _clip(
+    kind: str, pauses: list[dict[str, Any]], pause_s: float = 0.0, utterances: int = 1
+) -> dict[str, Any]:
+    return {"clip": f"x/{kind}", "kind": kind, "pause_s": pause_s, "utterances": utterances, "pauses": pauses}
+
+
+HALF = _pause(30, True, {4: 0.9, 6: 0.95, 10: 0.97}, "He might even have been made amiable.", 0.3)
+"""A first half: the model is sure, Whisper wrote a full stop, but hardly expected one."""
+WHOLE = _pause(50, False, {4: 0.8, 6: 0.9, 10: 0.95}, "He might even have been made amiable himself.", 0.9)
+OPEN_END = _pause(50, False, {4: 0.2, 6: 0.2, 10: 0.3}, "Feels like these days go on forever", 0.01)
+
+WORDS_END = Rule(ask=4, decode=3, threshold=0.3, check="words+end", end_min=0.4, sure=1.01)
+PUNCT = Rule(ask=4, decode=3, threshold=0.5, check="words+punctuation")
+
+
+def test_the_end_probability_keeps_a_hesitation_whole_that_the_full_stop_splits() -> None:
+    hesitation = _clip("hesitation", [HALF, WHOLE], pause_s=0.9)
+    assert replay_clip(WORDS_END, hesitation, FRAME_MS).whole
+    assert not replay_clip(PUNCT, hesitation, FRAME_MS).whole
+
+
+def test_a_complete_turn_ends_at_its_last_pause_with_an_estimated_latency() -> None:
+    res = replay_clip(WORDS_END, _clip("complete", [WHOLE]), FRAME_MS)
+    assert res.whole and not res.fallback
+    assert res.latency_ms is not None and 4 * FRAME_MS <= res.latency_ms <= 3 * FRAME_MS + 200.0 + 1e-9
+
+
+def test_an_unfinished_verdict_at_the_last_pause_waits_for_the_fallback() -> None:
+    res = replay_clip(WORDS_END, _clip("complete", [OPEN_END]), FRAME_MS)
+    assert res.fallback and res.latency_ms is None
+
+
+def test_an_answer_after_speech_resumed_decides_nothing() -> None:
+    short = _pause(5, True, {4: 0.99}, "Turn on the lights.", 0.99)  # resumed 30 ms after the question
+    assert replay_clip(WORDS_END, _clip("complete", [short, WHOLE]), FRAME_MS).whole
+    long = _pause(12, True, {4: 0.99, 6: 0.99, 10: 0.99}, "Turn on the lights.", 0.99)
+    assert not replay_clip(WORDS_END, _clip("complete", [long, WHOLE]), FRAME_MS).whole
+
+
+def test_a_hesitation_the_fallback_already_split_is_never_whole() -> None:
+    first = _pause(50, False, {4: 0.1, 6: 0.1, 10: 0.1}, "Had he married a more amiable woman", 0.01)
+    second = _pause(50, False, {4: 0.9, 6: 0.9, 10: 0.9}, "still more respectable.", 0.9, utterance=2)
+    assert not replay_clip(WORDS_END, _clip("hesitation", [first, second], 1.5, utterances=2), FRAME_MS).whole
+
+
+def test_re_asking_later_in_the_pause_can_end_a_turn_the_first_answer_kept_open() -> None:
+    slow = _pause(50, False, {4: 0.2, 6: 0.3, 10: 0.6}, "Turn on the lights.", 0.9)
+    assert replay_clip(WORDS_END, _clip("complete", [slow]), FRAME_MS).fallback
+    reask = Rule(ask=4, reask=(10,), decode=3, threshold=0.5, check="words+end", end_min=0.4, sure=1.01)
+    assert not replay_clip(reask, _clip("complete", [slow]), FRAME_MS).fallback
+
+
+def test_score_counts_turns_and_hesitations_up_to_the_limit() -> None:
+    clips = [
+        _clip("complete", [WHOLE]),
+        _clip("complete", [OPEN_END]),
+        _clip("hesitation", [HALF, WHOLE], pause_s=0.9),
+        _clip("hesitation", [HALF, WHOLE], pause_s=1.5),
+    ]
+    row = score(WORDS_END, clips, FRAME_MS)
+    assert (row["turns"], row["fallback"], row["split"], row["hes"], row["whole"]) == (2, 1, 0, 1, 1)
+
+
+def test_extraction_caches_every_pause_of_a_real_sentence(hearing_transcriber: WhisperTranscriber) -> None:
+    model = SmartTurnModel(default_model_path())
+    model.load()
+    from faster_whisper import decode_audio
+
+    jfk = np.asarray(decode_audio(str(HEARING_SPEECH_DIR / "jfk/jfk.flac"), 16000), np.float32)
+    base = HearingSettings()
+    settings = replace(base, turn_detector="smart_turn", turn_pause_ms=ASK_FRAMES[0] * base.block_ms)
+    stt = SpeechGate(hearing_transcriber, base.tone_gate_share)
+    clip = Clip("jfk", "ask not what your country can do for you", jfk, "complete")
+    row = extract_clip(clip, settings, stt, model, np.random.default_rng(0))
+    assert row["utterances"] == 1 and row["pauses"], row
+    last = row["pauses"][-1]
+    assert not last["resumed"] and last["run"] >= ASK_FRAMES[-1]
+    assert sorted(last["probs"]) == sorted(ASK_FRAMES)
+    assert all(0.0 <= p <= 1.0 for p in last["probs"].values())
+    assert sorted(last["decodes"]) == sorted(DECODE_FRAMES)
+    assert all("country" in d["text"].lower() for d in last["decodes"].values())
+    # Every earlier pause was spoken on past: asked only at the silences it lasted.
+    for p in row["pauses"][:-1]:
+        assert p["resumed"] and all(int(k) <= p["run"] for k in p["probs"])
