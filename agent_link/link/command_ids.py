@@ -8,6 +8,7 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from pathlib import Path
 
 _LOGGER = logging.getLogger(__name__)
@@ -135,6 +136,37 @@ class CommandIdStore:
                     err,
                 )
                 self._unsaved = [command_id]
+                self.fault = f"command id store {self.path} cannot be written: {err}"
+                self._retry_at = time.monotonic() + REOPEN_INTERVAL_S
+
+    def remember_all(self, command_ids: Sequence[str]) -> None:
+        """:meth:`remember` each of ``command_ids`` in one transaction: one commit (one fsync) for
+        commands that arrived together. Durable when it returns, unless the database cannot be
+        written (then they are kept like an id whose write failed)."""
+        with self._lock:
+            db = None if self.fault is not None else self._db
+            if db is not None:
+                try:
+                    db.execute("BEGIN IMMEDIATE")
+                except sqlite3.Error:
+                    db = None  # each remember() then writes (or fails) on its own
+        for command_id in command_ids:
+            self.remember(command_id)
+        if db is None:
+            return
+        with self._lock:
+            try:
+                db.execute("COMMIT")
+            except sqlite3.Error as err:
+                with contextlib.suppress(sqlite3.Error):
+                    db.execute("ROLLBACK")
+                _LOGGER.error(
+                    "Cannot persist command ids %s in %s: %s (kept in memory, saved once it can be written)",
+                    ", ".join(repr(i) for i in command_ids),
+                    self.path,
+                    err,
+                )
+                self._unsaved = [*self._unsaved, *command_ids][-self.capacity :]
                 self.fault = f"command id store {self.path} cannot be written: {err}"
                 self._retry_at = time.monotonic() + REOPEN_INTERVAL_S
 

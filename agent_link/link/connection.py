@@ -6,8 +6,12 @@ paho's ``on_socket_register_write`` adds a writer that runs ``loop_write`` as so
 queued, and a one-second timer runs ``loop_misc`` for the keepalive only. paho's callbacks become
 awaitable results: CONNACK, SUBACK / UNSUBACK and each QoS 1 PUBACK *with its reason code* (a
 failure code such as 0x87 "not authorized" raises :class:`PublishRefused`). Incoming messages are
-handed to ``on_message`` from inside ``loop_read`` and PUBACKed right after it returned
-(``manual_ack_set(True)`` / ``ack()``), in arrival order. Only ``connect`` (DNS, TCP, TLS handshake,
+handed to ``on_message`` from inside ``loop_read`` and PUBACKed once it is done with them
+(``manual_ack_set(True)`` / ``ack()``): right after it returned, or, if it returned a future (a
+command whose id is being saved), when that future is done; always in arrival order, as MQTT wants.
+Publishes can overlap: :meth:`MqttConnection.start_publish` sends one and returns the future of its
+PUBACK, so the link keeps a window of unacknowledged publishes in flight (paho's own limit,
+``max_inflight_messages_set``, is set to the window). Only ``connect`` (DNS, TCP, TLS handshake,
 blocking in paho) runs in a worker thread, before the socket is attached to the loop.
 """
 
@@ -19,6 +23,7 @@ import functools
 import logging
 import socket
 import ssl
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -34,8 +39,9 @@ from agent_link.link.settings import LinkSettings
 _LOGGER = logging.getLogger(__name__)
 _PAHO_LOGGER = logging.getLogger(f"{__name__}.paho")
 
-IncomingHandler = Callable[[str, bytes], None]
-"""``on_message(topic, payload)``: called on the event loop as soon as a PUBLISH arrives."""
+IncomingHandler = Callable[[str, bytes], "asyncio.Future[None] | None"]
+"""``on_message(topic, payload)``: called on the event loop as soon as a PUBLISH arrives; the message
+is acknowledged when it returned, or when the future it returned is done."""
 
 _MISC_INTERVAL_S = 1.0
 """How often paho's ``loop_misc`` runs: it only sends PINGREQs and notices a missing PINGRESP."""
@@ -92,8 +98,14 @@ class MqttConnection:
         self._last_paho_error = ""
         self._sock: Any = None
         self._misc: asyncio.TimerHandle | None = None
+        self._unacked: deque[tuple[int, int, asyncio.Future[None] | None]] = deque()
+        """Incoming messages not acknowledged yet: ``(mid, qos, done)``, in arrival order."""
+        self.receive_maximum = settings.inflight_window
+        """How many QoS 1 publishes may await their PUBACK at once: the window, or less if the
+        broker's CONNACK says so (MQTT 5 Receive Maximum)."""
         client = paho.Client(CallbackAPIVersion.VERSION2, client_id=client_id, protocol=paho.MQTTv5)
         client.connect_timeout = settings.connect_timeout_s
+        client.max_inflight_messages_set(settings.inflight_window)
         client.manual_ack_set(True)
         client.will_set(will[0], will[1], qos=1, retain=True)
         if settings.username is not None:
@@ -152,9 +164,23 @@ class MqttConnection:
         Raises :class:`PublishRefused` for a failure reason code, :class:`ConnectionLost` if the
         connection breaks or no PUBACK comes within ``timeout`` seconds.
         """
+        await self.puback(self.start_publish(topic, payload, retain=retain), topic, timeout)
+
+    def start_publish(self, topic: str, payload: bytes, retain: bool = False) -> asyncio.Future[Any]:
+        """Send a QoS 1 PUBLISH now (packets leave in call order) and return the future of its
+        PUBACK's reason code, for :meth:`puback`. Raises :class:`ConnectionLost` if it cannot be sent."""
         self._raise_if_down()
         info = self._client.publish(topic, payload, qos=1, retain=retain)
-        reason: ReasonCode = await self._reply(info.rc, info.mid, "PUBACK", timeout)
+        if info.rc != MQTTErrorCode.MQTT_ERR_SUCCESS or info.mid is None:
+            raise ConnectionLost(f"cannot send PUBLISH: {paho.error_string(info.rc)}")
+        future: asyncio.Future[Any] = self._loop.create_future()
+        self._replies[info.mid] = future
+        return future
+
+    async def puback(self, sent: asyncio.Future[Any], topic: str, timeout: float) -> None:
+        """Wait for the PUBACK of a :meth:`start_publish`; raises :class:`PublishRefused` for a
+        failure reason code, :class:`ConnectionLost` if none comes within ``timeout`` seconds."""
+        reason: ReasonCode = await self._wait(sent, timeout, "PUBACK")
         if reason.is_failure:
             raise PublishRefused(f"broker refused a publish to {topic}: {reason}")
 
@@ -258,6 +284,9 @@ class MqttConnection:
     def _paho_connect(
         self, client: paho.Client, userdata: Any, flags: Any, reason: ReasonCode, props: Any
     ) -> None:
+        maximum = getattr(props, "ReceiveMaximum", None)
+        if isinstance(maximum, int) and maximum > 0:
+            self.receive_maximum = min(self.receive_maximum, maximum)
         if not self._connack.done():
             self._connack.set_result(reason)
 
@@ -276,13 +305,27 @@ class MqttConnection:
             future.set_result(reason)
 
     def _paho_message(self, client: paho.Client, userdata: Any, message: paho.MQTTMessage) -> None:
+        done: asyncio.Future[None] | None = None
         try:
-            self._on_message(message.topic, bytes(message.payload))
+            done = self._on_message(message.topic, bytes(message.payload))
         except Exception:
             _LOGGER.exception("Handling an incoming MQTT message failed")
         finally:
-            if message.qos > 0:  # only now: a crash before this makes the broker redeliver it
-                client.ack(message.mid, message.qos)
+            if message.qos > 0:  # only once handled: a crash before this makes the broker redeliver it
+                self._unacked.append((message.mid, message.qos, done))
+                if done is not None and not done.done():
+                    done.add_done_callback(self._send_acks)
+                self._send_acks()
+
+    def _send_acks(self, _: object = None) -> None:
+        """PUBACK the handled messages at the head of the arrival order (the rest wait their turn)."""
+        while self._unacked:
+            mid, qos, done = self._unacked[0]
+            if done is not None and not done.done():
+                return
+            self._unacked.popleft()
+            if self._error is None and (done is None or not done.cancelled()):
+                self._client.ack(mid, qos)
 
     # ---- waiting for the broker ----------------------------------------------------------------------
     async def _reply(self, rc: int, mid: int | None, what: str, timeout: float | None = None) -> Any:

@@ -3,10 +3,12 @@
 MQTT 5, client id = device id, persistent session (``clean_start`` false, session expiry ≥ 1 h),
 Last Will = retained ``{"v":1,"online":false,"boot":N}`` on the status topic, QoS 1 everywhere, no
 topic aliases. On every connect: renew subscriptions, publish the current (birth) status retained,
-then drain the outbox in order, acknowledging (deleting) each event only after a PUBACK with a
-success reason code; a failure code (0x87 not authorised) is an error that keeps the event. An
-incoming command is PUBACKed only after ``on_message`` took it, so a crash before that makes the
-broker redeliver it. Any error ends the connection (leaving with DISCONNECT 0x04, so the Will is
+then drain the outbox in order, up to ``inflight_window`` events in flight at once (sent without
+waiting for the previous PUBACK), acknowledging (deleting, in a worker thread) each event only after
+a PUBACK with a success reason code; a failure code (0x87 not authorised) is an error that keeps the
+event (and those after it: all are re-sent in order on the next connection). An incoming command is
+PUBACKed only after ``on_message`` took it (and, if it returned a future, once that is done: the
+command's id is on disk), so a crash before that makes the broker redeliver it. Any error ends the connection (leaving with DISCONNECT 0x04, so the Will is
 still published); the task reconnects with exponential back-off and jitter (:func:`backoff_delay`).
 
 Why paho-mqtt directly (:mod:`agent_link.link.connection`) and not aiomqtt: these guarantees need
@@ -31,7 +33,10 @@ import logging
 import random
 import ssl
 import time
+from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from agent_link.link.connection import ConnectionLost, ConnectRefused, MqttConnection, PublishRefused
 from agent_link.link.outbox import Outbox, OutboxError
@@ -41,14 +46,26 @@ from agent_link.protocol.topics import Topics
 
 _LOGGER = logging.getLogger(__name__)
 
-MessageHandler = Callable[[str, bytes, float], None]
-"""``on_message(kind, payload, received_ts)``; kind ∈ command, agent_status, sim_tap, sim_text, sim_audio."""
+MessageHandler = Callable[[str, bytes, float], "asyncio.Future[None] | None"]
+"""``on_message(kind, payload, received_ts)``; kind ∈ command, agent_status, sim_tap, sim_text, sim_audio.
+The message is acknowledged when it returned, or when the future it returned is done."""
 ConnectionHandler = Callable[[bool, str], None]
 """``on_connection(connected, detail)``."""
 
 _SIM_KINDS = frozenset({"sim_tap", "sim_text", "sim_audio"})
 _STABLE_AFTER_S = 10.0
 """A connection that lasted this long resets the back-off."""
+
+
+@dataclass
+class _InFlight:
+    """An event published and not yet PUBACKed."""
+
+    key: int
+    payload: bytes
+    puback: asyncio.Future[Any]
+    deadline: float
+    """``time.monotonic()`` by which the PUBACK must have come."""
 
 
 def backoff_delay(attempt: int, min_s: float, max_s: float, rng: random.Random | None = None) -> float:
@@ -96,6 +113,10 @@ class MqttLink:
         self._refused_streak = 0
         self._connected = False
         self._flush_deadline = 0.0
+        self._deleting: dict[int, bytes] = {}
+        """Events PUBACKed and not yet deleted from the outbox (key → payload): not sent again."""
+        self._to_delete: list[int] = []
+        self._deleter: asyncio.Task[None] | None = None
 
     # ---- public API ----------------------------------------------------------------------------------
     @property
@@ -203,66 +224,139 @@ class MqttLink:
             if code.is_failure:
                 _LOGGER.error("Broker refused subscription to %s: %s", topic, code)
 
-    def _incoming(self, topic: str, payload: bytes) -> None:
+    def _incoming(self, topic: str, payload: bytes) -> asyncio.Future[None] | None:
         """A PUBLISH arrived (called from the socket's read callback): hand it on at once; the
-        connection acknowledges it when this returns."""
+        connection acknowledges it when this returns, or when the future it returns is done."""
         received = time.time()
         kind = self.topics.kind_of(topic)
         if kind is None or (kind in _SIM_KINDS and not self.simulate):
             _LOGGER.warning("Ignored message on unexpected topic %s", topic)
-            return
+            return None
         if kind == "command" and len(payload) > self.settings.max_payload_bytes:
             _LOGGER.warning(
                 "Command payload of %d bytes exceeds %d", len(payload), self.settings.max_payload_bytes
             )
         try:
-            self._on_message(kind, payload, received)
+            return self._on_message(kind, payload, received)
         except Exception:
             _LOGGER.exception("on_message handler failed for %s", topic)
+            return None
 
     async def _write(self, conn: MqttConnection) -> None:
-        """Publish the status when it changed and drain the outbox, woken by :meth:`notify_outbox`,
-        :meth:`set_status`, :meth:`shutdown` or the connection going down (no timer)."""
+        """Publish the status when it changed and drain the outbox through the window, woken by
+        :meth:`notify_outbox`, :meth:`set_status`, :meth:`shutdown`, a PUBACK or the connection
+        going down (no timer)."""
+        window: deque[_InFlight] = deque()
         while True:
             self._wake.clear()
             if conn.error is not None:
                 raise conn.error
             if self._stop.is_set():
-                await self._final_flush(conn)
+                await self._final_flush(conn, window)
                 return
             if self._status_dirty:
                 self._status_dirty = False
                 await self._publish_status(conn, self._status)
+            self._settle(window)
             try:
-                batch = self.outbox.pending(self.settings.outbox_batch)
+                self._fill(conn, window)
             except OutboxError as err:
                 _LOGGER.error("%s; retrying in 5 s", err)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stop.wait(), 5.0)
                 continue
-            for key, payload in batch:
-                if self._stop.is_set():
-                    break
-                await self._publish(conn, self.topics.event, payload, self.settings.publish_timeout_s)
-                await self._ack(key)
-            if not batch:
-                await self._wake.wait()
+            await self._wait(window, None)
 
-    async def _final_flush(self, conn: MqttConnection) -> None:
+    async def _wait(self, window: deque[_InFlight], until: float | None) -> bool:
+        """Sleep until woken; with events in flight, no longer than the oldest's PUBACK deadline
+        (:class:`ConnectionLost` if it passed) or ``until`` (False then)."""
+        if not window:
+            if until is None:
+                await self._wake.wait()
+                return True
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), max(0.0, until - time.monotonic()))
+            return self._wake.is_set()
+        head = window[0]
+        deadline = head.deadline if until is None else min(head.deadline, until)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), max(0.0, deadline - time.monotonic()))
+        if head.puback.done() or self._wake.is_set():
+            return True
+        if time.monotonic() >= head.deadline:
+            raise ConnectionLost(f"no PUBACK from the broker within {self.settings.publish_timeout_s:g} s")
+        return False
+
+    def _fill(self, conn: MqttConnection, window: deque[_InFlight]) -> None:
+        """Publish the oldest pending events not yet sent, until the window is full."""
+        room = min(self.settings.inflight_window, conn.receive_maximum) - len(window)
+        if room <= 0:
+            return
+        busy = {item.key for item in window} | self._deleting.keys()
+        sent = {item.payload for item in window} | set(self._deleting.values())
+        for key, payload in self.outbox.pending(self.settings.outbox_batch + len(busy)):
+            if room <= 0:
+                break
+            if key in busy or payload in sent:  # (a key may change when a read-only outbox recovers)
+                continue
+            puback = conn.start_publish(self.topics.event, payload)
+            puback.add_done_callback(lambda _: self._wake.set())
+            window.append(_InFlight(key, payload, puback, time.monotonic() + self.settings.publish_timeout_s))
+            room -= 1
+
+    def _settle(self, window: deque[_InFlight]) -> None:
+        """Take the PUBACKed events off the head of the window (in order) and have them deleted;
+        a failure reason code raises :class:`PublishRefused` (it and those after it stay)."""
+        while window and window[0].puback.done():
+            item = window.popleft()
+            reason = item.puback.result()  # a LinkError if the connection went down meanwhile
+            if reason.is_failure:
+                self._refused_streak += 1
+                raise PublishRefused(f"broker refused a publish to {self.topics.event}: {reason}")
+            self._refused_streak = 0
+            self._deleting[item.key] = item.payload
+            self._to_delete.append(item.key)
+        if self._to_delete and self._deleter is None:
+            self._deleter = asyncio.get_running_loop().create_task(self._delete_acked())
+
+    async def _delete_acked(self) -> None:
+        """Delete the PUBACKed events, in order, in a worker thread: the fsync'd deletes must not hold
+        up the event loop, where the next command is being read (measured: ~1-4 ms each here)."""
+        try:
+            while self._to_delete:
+                keys, self._to_delete = self._to_delete, []
+                await asyncio.to_thread(self._ack_all, keys)
+                for key in keys:
+                    self._deleting.pop(key, None)
+        finally:
+            self._deleter = None
+
+    def _ack_all(self, keys: list[int]) -> None:
+        for key in keys:
+            try:
+                self.outbox.ack(key)
+            except OutboxError as err:  # the event will be re-sent (same id): the agent dedupes by id
+                _LOGGER.error("%s", err)
+
+    async def _final_flush(self, conn: MqttConnection, window: deque[_InFlight]) -> None:
         """Shutdown: offline status first, then as much of the outbox as time allows."""
         final = self._final_status or self._status
         remaining = max(0.1, self._flush_deadline - time.monotonic())
         await self._publish_status(conn, final, timeout=remaining)
-        while (remaining := self._flush_deadline - time.monotonic()) > 0:
-            batch = self.outbox.pending(self.settings.outbox_batch)
-            if not batch:
-                return
-            for key, payload in batch:
-                remaining = self._flush_deadline - time.monotonic()
-                if remaining <= 0:
-                    break
-                await self._publish(conn, self.topics.event, payload, remaining)
-                await self._ack(key)
+        while time.monotonic() < self._flush_deadline:
+            self._wake.clear()
+            if conn.error is not None:
+                raise conn.error
+            self._settle(window)
+            self._fill(conn, window)
+            if not window:
+                break
+            await self._wait(window, self._flush_deadline)
+        if self._deleter is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(
+                    asyncio.shield(self._deleter), max(1.0, self._flush_deadline - time.monotonic())
+                )
         left = len(self.outbox)
         if left:
             _LOGGER.warning("Shutdown: %d events stay in the outbox for the next start", left)
@@ -288,14 +382,6 @@ class MqttLink:
             self._refused_streak += 1
             raise
         self._refused_streak = 0
-
-    async def _ack(self, key: int) -> None:
-        """Delete a PUBACKed event, in a worker thread: the fsync'd delete must not hold up the event
-        loop, where the next command is being read (measured: ~1-4 ms here)."""
-        try:
-            await asyncio.to_thread(self.outbox.ack, key)
-        except OutboxError as err:  # the event will be re-sent (same id): the agent dedupes by id
-            _LOGGER.error("%s", err)
 
     def _notify_connection(self, connected: bool, detail: str) -> None:
         try:

@@ -57,6 +57,9 @@ class LinkSettings:
     handed on so they get a ``command_rejected`` with a clear detail (default 65536)."""
     outbox_batch: int = 50
     """Events read from the outbox per batch while draining (default 50)."""
+    inflight_window: int = 16
+    """How many events (QoS 1 publishes, in order) may await their PUBACK at once, in events; 1 = one
+    at a time. Fewer if the broker's Receive Maximum is lower (default 16)."""
 
     def __post_init__(self) -> None:
         self.endpoint()
@@ -73,7 +76,13 @@ class LinkSettings:
             )
         if self.cert_file is None and self.key_file is not None:
             raise LinkConfigError("key_file is set but cert_file is not")
-        for name in ("connect_timeout_s", "publish_timeout_s", "max_payload_bytes", "outbox_batch"):
+        for name in (
+            "connect_timeout_s",
+            "publish_timeout_s",
+            "max_payload_bytes",
+            "outbox_batch",
+            "inflight_window",
+        ):
             if getattr(self, name) <= 0:
                 raise LinkConfigError(f"{name} must be > 0, got {getattr(self, name)}")
 

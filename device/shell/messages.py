@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 import time
 from collections.abc import Callable
 
-from agent_link.link.gate import CommandGate, Rejection
+from agent_link.link.gate import CommandGate, Rejection, Verdict
 from agent_link.protocol.errors import ProtocolError
 from agent_link.protocol.messages import decode_agent_status, decode_sim_text
 from audio.edges.wav import WavError
@@ -47,21 +48,32 @@ class MessageReader:
         """Typed text as an utterance of its own."""
         return TypedText(f"typed-{self.boot}-{next(self._typed)}", text, ts)
 
-    def __call__(self, kind: str, payload: bytes, received: float) -> None:
-        """The link's message callback: never raises (one bad message must not hurt the link)."""
+    def __call__(self, kind: str, payload: bytes, received: float) -> asyncio.Future[None] | None:
+        """The link's message callback: never raises (one bad message must not hurt the link). A
+        command goes through the gate's group commit: the future is done (and the command put)
+        once its id is on disk; the link acknowledges the message then. Other messages keep their
+        place behind the commands that arrived before them (``gate.in_order``)."""
+        try:
+            if kind == "command":
+                return self.gate.admit(payload, time.time(), lambda verdict: self._command(verdict, received))
+            self.gate.in_order(lambda: self._guarded(kind, payload, received))
+        except Exception:
+            _LOGGER.exception("Error handling a %s message (%d bytes); continuing", kind, len(payload))
+        return None
+
+    def _guarded(self, kind: str, payload: bytes, received: float) -> None:
         try:
             self._read(kind, payload, received)
         except Exception:
             _LOGGER.exception("Error handling a %s message (%d bytes); continuing", kind, len(payload))
 
+    def _command(self, verdict: Verdict, received: float) -> None:
+        if isinstance(verdict, Rejection):
+            self.put(CommandRefused(verdict.command_id, verdict.reason, verdict.detail, received))
+        elif verdict is not None:
+            self.put(CommandReceived(verdict, received))
+
     def _read(self, kind: str, payload: bytes, received: float) -> None:
-        if kind == "command":
-            result = self.gate.check(payload, time.time())
-            if isinstance(result, Rejection):
-                self.put(CommandRefused(result.command_id, result.reason, result.detail, received))
-            elif result is not None:
-                self.put(CommandReceived(result, received))
-            return
         try:
             if kind == "agent_status":
                 self.put(AgentPresence(decode_agent_status(payload).online if payload else False, received))
