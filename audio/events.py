@@ -26,10 +26,12 @@ mbp (lips pressed), fv (lower lip to teeth), l (tongue, half open), s (teeth, na
 # ---- hearing -------------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class SpeechStarted:
-    """VAD saw the user start speaking."""
+    """VAD saw the user start speaking; ``over_playback``: while the device was speaking (full
+    duplex: a barge-in)."""
 
     utterance: str
     ts: float
+    over_playback: bool = False
 
 
 EndReason = Literal["turn_complete", "silence", "max_length"]
@@ -126,7 +128,24 @@ class AudioDeviceProblem:
     ts: float
 
 
-HearingEvent = SpeechStarted | SpeechEnded | Transcribed | UtteranceFailed | AudioDeviceProblem
+DuplexMode = Literal["full", "half"]
+"""Whether the listener hears the user while the device speaks (``full``) or discards what the
+microphone hears then (``half``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DuplexChanged:
+    """The listener's duplex mode changed (or is first known): ``reason`` says why it is half
+    ("" when full): echo cancellation off, the canceller not converged yet, or a fault."""
+
+    mode: DuplexMode
+    reason: str
+    ts: float
+
+
+HearingEvent = (
+    SpeechStarted | SpeechEnded | Transcribed | UtteranceFailed | AudioDeviceProblem | DuplexChanged
+)
 SpeakingEvent = PlaybackStarted | SentencePlaying | PlaybackFinished | AudioDeviceProblem
 AudioEvent = HearingEvent | SpeakingEvent
 EventSink = Callable[[AudioEvent], None]

@@ -2,6 +2,11 @@
 
 ``CompanionAgent(harness, brain).run()`` feeds every device event to the brain (and a tick each
 second for the silence timer) and sends the actions it returns as commands, logging both.
+
+A barge-in (protocol v1.1: ``speech_started`` with ``over_playback``, the device goes on speaking,
+ducked) is the agent's to decide: when the utterance's transcript is heard clearly while a reply
+still plays, the companion stops the reply (``stop``) -- a person stops talking when they are
+interrupted -- and then lets the brain answer the words as usual.
 """
 
 from __future__ import annotations
@@ -58,6 +63,10 @@ class CompanionAgent:
         self.tick_s = tick_s
         self.replies: list[SentReply] = []
         """Every reply sent, in order."""
+        self.barge_ins: set[str] = set()
+        """Utterances the user began over a reply (``speech_started.over_playback``)."""
+        self.stopped_for: list[str] = []
+        """Utterances the companion stopped a reply for (the user interrupted it), in order."""
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
 
     def _enqueue(self, item: Any) -> None:
@@ -91,8 +100,25 @@ class CompanionAgent:
         if isinstance(item, BadMessage):
             self.log(f"  ! invalid device message: {item.error}")
             return
+        await self._barge_in(item)
         actions = await asyncio.to_thread(self.brain.handle, item, time.time())
         await self._execute(actions)
+
+    async def _barge_in(self, event: Any) -> None:
+        """The user talking over a reply: stop it once their words are heard clearly."""
+        kind = getattr(event, "type", "")
+        if kind == "speech_started" and getattr(event, "over_playback", False):
+            self.barge_ins.add(event.utterance)
+            self.log("  [companion: the user talks over the reply (the device ducks it)]")
+        elif kind == "transcript" and event.utterance in self.barge_ins:
+            self.barge_ins.discard(event.utterance)
+            clear = float(event.confidence) >= self.brain.settings.min_confidence
+            if clear and self.brain.speaking:
+                await self.h.stop()
+                self.stopped_for.append(event.utterance)
+                self.log(f"  ⇢ stop (interrupted by {event.text!r}: the reply gives way)")
+            elif self.brain.speaking:
+                self.log("  [companion: the interruption was heard poorly; the reply goes on]")
 
     async def _execute(self, actions: list[AgentAction]) -> None:
         for action in actions:

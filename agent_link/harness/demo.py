@@ -5,8 +5,11 @@
 through the device's real VAD and Whisper — only after the device finished speaking. One turn is
 a quiet mumble that must be rejected (not heard, failed, or confidence < 0.4); an activity title
 heard garbled ("memory gain") gets "do you mean ...?", answered with a yes; inside the memory game
-a goodbye is answered with "shall we stop?" and a stray ``sleep`` is ignored by the device; the
-final goodbye puts the face to sleep. Prints a live log and a summary with latencies.
+a goodbye is answered with "shall we stop?" and a stray ``sleep`` is ignored by the device; then
+a barge-in: story time starts and the user says "Actually, stop." over its long opening -- the
+device reports ``speech_started`` ``over_playback``, ducks the reply and the face listens; the
+companion decides to stop the reply -- and the final goodbye puts the face to sleep. Prints a live
+log and a summary with latencies.
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ from agent_link.protocol.messages import SpeechEndedEvent, StatusMessage
 
 @dataclass(frozen=True)
 class UserLine:
-    """One user turn: ``kind`` is ``voice`` (clear) or ``mumble`` (must be rejected)."""
+    """One user turn: ``kind`` is ``voice`` (clear), ``mumble`` (must be rejected) or ``barge_in``
+    (clear, said over the reply to the line before)."""
 
     kind: str
     text: str
@@ -45,9 +49,17 @@ SCRIPT: tuple[UserLine, ...] = (
     UserLine("voice", "Apple, river, chair."),
     UserLine("voice", "Good night.", "a goodbye inside the activity"),
     UserLine("voice", "Yes, please."),
+    UserLine("voice", "Let's do story time.", "a long reply follows"),
+    UserLine("barge_in", "Actually, please stop the story.", "over the story's opening"),
     UserLine("voice", "No thanks. Good night."),
 )
 """The user's side of the demo conversation."""
+
+BARGE_IN_AFTER_S = 1.0
+"""How far into the reply the user starts talking over it, in seconds."""
+
+AGAIN = UserLine("voice", "Stop the story, please.", "said again: the interruption was not taken as a stop")
+"""Said when the companion did not take the interruption as a stop (heard garbled over the echo)."""
 
 CONFIRM = UserLine("voice", "Yes.", "answering 'do you mean ...?'")
 """Said when the companion asks whether an activity is the one meant (a title heard garbled)."""
@@ -146,8 +158,14 @@ class DemoDriver:
             await self.h.wait_for("wake", 10)
             await asyncio.sleep(0.3)
             await self._wait_quiet()
-            for line in SCRIPT:
-                await self._turn(line)
+            for i, line in enumerate(SCRIPT):
+                if line.kind == "barge_in":
+                    await self._barge_in(line)
+                    if self.agent.brain.mode is Mode.ACTIVITY:
+                        await self._turn(AGAIN)
+                    continue
+                talked_over = i + 1 < len(SCRIPT) and SCRIPT[i + 1].kind == "barge_in"
+                await self._turn(line, wait_quiet=not talked_over)
                 if self._asked_which_one_meant():
                     await self._turn(CONFIRM)
             await self.h.wait_for("asleep", 30, reason="tag")
@@ -164,7 +182,9 @@ class DemoDriver:
         self.log(self.summary())
         return self.result
 
-    async def _turn(self, line: UserLine) -> None:
+    async def _turn(self, line: UserLine, wait_quiet: bool = True) -> None:
+        """Say ``line`` and record what happened; then wait until the reply finished (unless the
+        next line talks over it: then only until it started)."""
         turn = TurnResult(line)
         self.result.turns.append(turn)
         wav = await asyncio.to_thread(
@@ -204,6 +224,59 @@ class DemoDriver:
                 turn.reply_to_audio_ms = (started.ts - reply.sent) * 1000
         if line.note.startswith("a goodbye inside"):
             await self._stray_sleep()
+        if wait_quiet:
+            await self._wait_quiet()
+
+    async def _barge_in(self, line: UserLine) -> None:
+        """Talk over the reply now playing: heard over it (``over_playback``), the reply ducked and
+        then stopped by the companion. A device that is half duplex at that moment (its canceller
+        re-converging) gets the line after the reply instead, and the summary says so."""
+        replies = self.agent.replies
+        reply = replies[-1].say if replies else None
+        try:
+            await self.h.wait_status(duplex="full", timeout=3.0)
+        except HarnessTimeout:
+            status = self.h.status
+            why = status.duplex_reason if status is not None else None
+            self._log(f"device is half duplex ({why}): the user waits for the reply to end")
+            await self._wait_quiet()
+            await self._turn(line)
+            self.result.turns[-1].outcome += f" (said after the reply: half duplex, {why})"
+            return
+        await asyncio.sleep(BARGE_IN_AFTER_S)
+        turn = TurnResult(line)
+        self.result.turns.append(turn)
+        wav = await asyncio.to_thread(self.voice.wav, line.text)
+        self._log(f"user talks over the reply: {line.text!r}  — {line.note}")
+        start = len(self.h.events)
+        await self.h.sim_audio(wav)
+        try:
+            started = await self.h.wait_for("speech_started", 10, over_playback=True)
+            closing = await self.h.wait_for(
+                lambda e: e.type in ("transcript", "utterance_failed") and e.utterance == started.utterance,
+                30,
+            )
+        except HarnessTimeout:
+            turn.outcome = "not heard over the reply"
+            self.result.problems.append(f"{line.text!r} over the reply was not heard (no over_playback)")
+            await self._wait_quiet()
+            return
+        if closing.type == "transcript":
+            turn.heard, turn.confidence = closing.text, closing.confidence
+        finished = next(
+            (e for e in self.h.events[start:] if e.type == "playback_finished" and e.say == reply), None
+        )
+        with contextlib.suppress(HarnessTimeout):
+            finished = finished or await self.h.wait_for("playback_finished", 30, say=reply)
+        stopped = started.utterance in self.agent.stopped_for
+        if stopped and finished is not None and finished.interrupted:
+            turn.outcome = "heard over the reply; the companion stopped it"
+        elif closing.type != "transcript":
+            turn.outcome = f"heard over the reply, then failed: {closing.reason}"
+            self.result.problems.append(f"{line.text!r} over the reply: {closing.reason}")
+        else:
+            turn.outcome = "heard over the reply (it had ended before the companion stopped it)"
+        await asyncio.sleep(0.5)
         await self._wait_quiet()
 
     def _asked_which_one_meant(self) -> bool:

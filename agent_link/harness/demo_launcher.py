@@ -122,7 +122,8 @@ async def run(args: argparse.Namespace, workdir: Path) -> int:
         "--state-dir", str(workdir / "state"), "--face", args.face or ("terminal" if simulate else "browser"),
     ]  # fmt: skip
     if simulate:
-        cmd.append("--simulate")
+        # Full duplex in the simulated room: the user can talk over the robot (the barge-in turn).
+        cmd += ["--simulate", "--set", "hearing.echo_cancellation=webrtc"]
     else:
         cmd += ["--set", "button.backend=keyboard"]
     device = DeviceProcess(cmd, workdir / "device.log")

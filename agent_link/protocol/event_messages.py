@@ -86,6 +86,9 @@ class SpeechStartedBody(EventBody):
     type: Literal["speech_started"] = "speech_started"
     utterance: str = Field(min_length=1)
     """Utterance id (opened by ``speech_started``)."""
+    over_playback: bool = False
+    """v1.1, optional: the user started speaking while the device was speaking (full duplex: a
+    barge-in; the reply goes on, ducked, until the agent sends ``stop``); false or absent otherwise."""
 
 
 class SpeechEndedBody(EventBody):

@@ -25,6 +25,8 @@ SleepVia = Literal["command", "tag"]
 """What asked for a sleep: a ``sleep`` command or a ``[sleep]`` tag (``asleep.reason``, ``sleep_ignored.via``)."""
 SpeechEnd = Literal["turn_complete", "silence", "max_length"]
 """Why an utterance ended (``speech_ended.end``, v1.1)."""
+Duplex = Literal["full", "half"]
+"""Whether the device hears the user over its own voice (``status.duplex``, v1.1)."""
 TranscriptSource = Literal["voice", "typed"]
 """Where a transcript's text came from (``transcript.source``)."""
 

@@ -34,6 +34,7 @@ from agent_link.protocol.event_messages import (
 from agent_link.protocol.message_base import (
     MAX_PAYLOAD_BYTES,
     PROTOCOL_VERSION,
+    Duplex,
     FailureReason,
     Message,
     RejectReason,
@@ -185,6 +186,13 @@ class StatusMessage(VersionedMessage):
     """Session language (e.g. ``en``)."""
     volume: float | None = Field(default=None, ge=0.0, le=1.0)
     """Output volume in [0, 1]."""
+    duplex: Duplex | None = None
+    """v1.1, optional: ``full`` (echo cancellation on: the device hears the user over its own voice)
+    or ``half`` (what the microphone hears while the device speaks, plus a short tail, is discarded)."""
+    duplex_reason: str | None = None
+    """v1.1, optional: why the device is half duplex (echo cancellation off, the canceller still
+    converging, or a fault it fell back from); absent when full or when echo cancellation is
+    configured off."""
     version: str | None = None
     """Device software version."""
     ts: float | None = None
@@ -197,6 +205,7 @@ class StatusMessage(VersionedMessage):
         "sleep_allowed": True,
         "language": "en",
         "volume": 0.8,
+        "duplex": "full",
         "version": "0.3.0",
         "ts": 1764441600.125,
     }

@@ -19,6 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from audio.edges.portaudio import COMMON_RATES, PortAudio, shared
+from audio.edges.reference import SampleClock
 from audio.edges.wav import FloatArray, load_audio
 from audio.hearing.settings import HearingSettings
 
@@ -244,6 +245,9 @@ class _BlockPump:
     def __init__(self, produce: Callable[[], FloatArray | None], block_s: float, speed: float) -> None:
         self._produce = produce
         self._period = block_s / speed
+        self._catch_up = 1.0 if speed == 1.0 else 0.0
+        """How far behind (s) the pump still catches up in a burst: in real time (the simulated
+        room's clock) up to 1 s; faster than real time (tests) never: the lag is dropped."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="audio-sim", daemon=True)
         self._thread.start()
@@ -257,8 +261,8 @@ class _BlockPump:
             delay = next_t - time.monotonic()
             if delay > 0:
                 self._stop.wait(delay)
-            else:
-                next_t = time.monotonic()
+            elif delay < -self._catch_up:
+                next_t = time.monotonic()  # fell far behind (the machine stalled): drop the lag
 
     def stop(self) -> None:
         self._stop.set()
@@ -279,7 +283,12 @@ class SimulatedMicrophone:
 
     With ``echo`` (the simulated room) it also hears the device's own speaker: each block captures
     the span ending ``input_latency_s`` before it is delivered (a sound card's input latency), and
-    the room's echo of that span is mixed in. ``open_timed`` delivers each block with that capture time.
+    the room's echo of that span is mixed in. ``open_timed`` delivers each block with that capture
+    time, contiguous (``SampleClock``: advanced by the samples, not by the pump thread's jitter).
+    The latency (50 ms, a sound card's) is also how long after the user's voice the device's
+    reaction (ducking the reply) reaches the echo; when the software sink's clock thread is late
+    for the span captured (a loaded machine), the room waits for it (``RoomEcho``): a room never
+    loses its echo (``RoomEcho.late_samples`` counts what it had to do without).
     """
 
     def __init__(
@@ -290,7 +299,7 @@ class SimulatedMicrophone:
         speed: float = 1.0,
         *,
         echo: EchoSource | None = None,
-        input_latency_s: float = 0.03,
+        input_latency_s: float = 0.05,
     ) -> None:
         self.rate = rate
         self.echo = echo
@@ -308,6 +317,9 @@ class SimulatedMicrophone:
         self._plugged = True
         self._rng = np.random.default_rng(1)
         self.delivered_samples = 0
+        self._clock = SampleClock(rate, tolerance_s=1.2)
+        """Capture times: contiguous like a sound card's samples, not the pump thread's jitter (it
+        catches up after a stall of up to 1 s)."""
 
     @property
     def is_open(self) -> bool:
@@ -320,6 +332,7 @@ class SimulatedMicrophone:
             raise MicrophoneUnavailable("input device 'simulated microphone' not found (unplugged)")
         if self._pump is None:
             self._on_audio, self._on_lost = on_audio, on_lost
+            self._clock.reset()
             self._pump = _BlockPump(self._next_block, self._block / self.rate, self._speed)
         return self.rate
 
@@ -383,7 +396,7 @@ class SimulatedMicrophone:
                     self._queue.pop(0)
                 else:
                     self._queue[0] = head[take:]
-        start = time.time() - self.input_latency_s - n / self.rate
+        start = self._clock.stamp(n, time.time() - self.input_latency_s - n / self.rate)
         if self.echo is not None:
             block += self.echo.take(n, start)
         timed = self._on_timed

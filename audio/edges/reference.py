@@ -117,3 +117,39 @@ class TimedBuffer:
         if hi > lo:
             out[lo - index : hi - index] = self._samples[lo:hi]
         return out
+
+
+class SampleClock:
+    """A stream's time, advanced by its sample count and re-anchored only when the time reported
+    with a block strays more than ``tolerance_s`` from it (a glitch, an overflow, a restart).
+
+    A block's reported time (``time.time()`` in a callback, PortAudio's ADC time) jitters with
+    scheduling by milliseconds; the samples themselves are contiguous. Taking the reference by the
+    jittered time would feed the canceller a far end that skips and repeats samples: a linear echo
+    path it cannot model. Pure: the times are given."""
+
+    def __init__(self, rate: int, tolerance_s: float = 0.05) -> None:
+        self.rate = rate
+        self.tolerance_s = tolerance_s
+        self._next: float | None = None
+        self.resyncs = 0
+        """Times the clock was re-anchored after the first anchor."""
+
+    def stamp(self, n: int, reported: float) -> float:
+        """The start time of the next ``n`` samples, reported to start at ``reported``."""
+        if self._next is None or abs(reported - self._next) > self.tolerance_s:
+            if self._next is not None:
+                self.resyncs += 1
+            self._next = reported
+        start = self._next
+        self._next = start + n / self.rate
+        return start
+
+    @property
+    def next_time(self) -> float | None:
+        """The time the next block is expected to start at (None before the first)."""
+        return self._next
+
+    def reset(self) -> None:
+        """Forget the anchor (the stream was closed)."""
+        self._next = None

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,10 +32,12 @@ from audio.settings_checks import Check, raise_first_failed
 class SimRoomSettings:
     """The simulated echo path of ``--simulate`` (TOML table ``[sim_room]``)."""
 
-    enabled: bool = False
+    enabled: bool = True
     """In simulation (``device.simulate``) the microphone hears the device's own speaker through
-    this room, mixed with what ``sim/audio`` feeds (default false until full duplex is wired to
-    barge-in; true exercises the echo in every simulated run)."""
+    this room, mixed with what ``sim/audio`` feeds, so every simulated run (the end-to-end tests,
+    the demo) exercises the echo: in half duplex the echo tail must swallow it, in full duplex the
+    canceller and the residual-echo gate (default true; false = a microphone that hears only
+    ``sim/audio``)."""
 
     delay_ms: float = 40.0
     """Delay from a sample reaching the speaker to its direct echo at the microphone, in ms
@@ -190,6 +193,10 @@ class SimRoom:
         return self._conv.process(self._drift.process(x))
 
 
+MAX_WAIT_S = 1.0
+"""Longest the simulated microphone waits for a late software speaker's echo (s)."""
+
+
 class RoomEcho:
     """The simulated room in real time. ``on_rendered`` is the sink's reference tap (audio thread:
     it only enqueues); ``take`` (the microphone's thread) runs the room over what was rendered and
@@ -203,17 +210,42 @@ class RoomEcho:
         self._rendered = ReferenceQueue()
         self._lock = threading.Lock()
         self._echo = TimedBuffer(mic_rate, keep_s=2.0)
+        self._more = threading.Condition()
+        self._last_render = 0.0
+        self.late_samples = 0
+        """Microphone samples whose echo was asked for before the sink rendered it (a late sink)."""
 
     def on_rendered(self, block: FloatArray, play_time: float, rate: int) -> None:
         """A block the speaker plays from ``play_time`` (unix seconds) at ``rate`` Hz (any thread)."""
         self._rendered(block, play_time, rate)
+        with self._more:
+            self._last_render = time.monotonic()
+            self._more.notify_all()
+
+    def _wait_for_render(self, until: float) -> None:
+        """Wait (at most ``MAX_WAIT_S``) until the speaker rendered up to ``until``, if it is running
+        (rendered within the last second) and late: a stalled software sink must not make the room
+        lose its echo."""
+        deadline = time.monotonic() + MAX_WAIT_S
+        with self._more:
+            while time.monotonic() < deadline and time.monotonic() - self._last_render < 1.0:
+                last = self._rendered.last_time
+                if last == 0.0 or last >= until:
+                    return
+                self._more.wait(0.02)
 
     def take(self, n: int, start_time: float) -> FloatArray:
         """The echo heard over ``n`` microphone samples from ``start_time`` (zeros where none)."""
+        self._wait_for_render(start_time + n / self.mic_rate)
         with self._lock:
             for block in self._rendered.drain():
                 if self._room is None or self._room.in_rate != block.rate:
                     self._room = SimRoom(self.settings, block.rate, self.mic_rate)
                     self._echo.clear()
                 self._echo.append(self._room.process(block.samples), block.play_time)
+            end = self._echo.end_time
+            if end is not None and start_time + n / self.mic_rate > end and self._room is not None:
+                # Asked for an echo not rendered yet (the sink's clock thread ran late): a room never
+                # misses its echo, so count it (the microphone's latency must cover the sink's lag).
+                self.late_samples += min(n, round((start_time + n / self.mic_rate - end) * self.mic_rate))
             return self._echo.take(n, start_time)

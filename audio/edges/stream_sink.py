@@ -28,6 +28,13 @@ from audio.speaking.playback import PlaybackMark
 
 _LOGGER = logging.getLogger(__name__)
 
+MAX_LATE_S = 1.0
+"""A block's reported play time may lie this far behind the callback's time (s): the software
+clock's thread got to a block late (a loaded machine), the block still plays in its slot."""
+CATCH_UP_S = 1.0
+"""The software clock renders the blocks it is late for in a burst, up to this far behind (s);
+beyond, it drops the lag (a jump in play times, like an underrun)."""
+
 RenderFn = Callable[[FloatArray, float], list[PlaybackMark]]
 """Fill a mono block; the float is the unix time its first frame reaches the output."""
 ProblemFn = Callable[[bool, str], None]
@@ -131,14 +138,16 @@ class ClockedOutputStream:
         while self._running.is_set():
             now = time.monotonic()
             try:
-                self._callback(block, self.blocksize, StreamTime(now, now + self.latency), 0)
+                # The block plays in its slot (``deadline``), as a sound card's would, however late
+                # this thread got to it: the play times stay smooth on a loaded machine.
+                self._callback(block, self.blocksize, StreamTime(now, deadline + self.latency), 0)
             except Exception:
                 _LOGGER.exception("output callback failed")
             deadline += period
             delay = deadline - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
-            elif delay < -0.2:
+            elif delay < -CATCH_UP_S:
                 deadline = time.monotonic()  # we fell far behind (machine stalled): resync
 
 
@@ -219,7 +228,7 @@ class StreamSink:
         try:
             dac = float(time_info.outputBufferDacTime)
             current = float(time_info.currentTime)
-            if dac > 0 and current > 0 and 0.0 <= dac - current < 1.0:
+            if dac > 0 and current > 0 and -MAX_LATE_S <= dac - current < 1.0:
                 lead = dac - current
         except (AttributeError, TypeError):
             pass

@@ -136,11 +136,23 @@ class EchoGuard:
     rise: float = 0.02
     """How fast it follows a frame the canceller did better on: the tracked ERLE is the lower
     envelope, the canceller's worst recent performance, not its average."""
+    onset_frames: int = 40
+    """Frames after the far end starts playing (from silence) during which nothing counts as
+    speech: the canceller leaks at a reply's onset more than its tracked ERLE says (measured live in
+    the simulated room: its own voice started utterances about 0.1 s into a reply), and the tracked
+    ERLE learns the onset's worse figure meanwhile (400 ms)."""
     erle_db: float = field(default=6.0)
     """The tracked ERLE (dB)."""
     _since_far: int = field(default=10**9, repr=False)
+    _onset: int = field(default=10**9, repr=False)
+    """Frames since the far end started playing (from silence)."""
 
     def __post_init__(self) -> None:
+        self.erle_db = self.initial_erle_db
+
+    def reset(self) -> None:
+        """Forget the tracked ERLE (back to ``initial_erle_db``): the echo path moved for the
+        canceller (a timing jump), so its past performance says nothing."""
         self.erle_db = self.initial_erle_db
 
     @property
@@ -150,11 +162,14 @@ class EchoGuard:
 
     def allows(self, is_speech: bool, raw_db: float, clean_db: float, far_db: float) -> bool:
         """Whether a frame the VAD took as ``is_speech`` is the user's speech, not residual echo."""
+        was_playing = self.playing
         self._since_far = 0 if far_db > self.far_active_db else self._since_far + 1
         if not self.playing:
             return is_speech
+        self._onset = self._onset + 1 if was_playing else 0
         above = clean_db - (raw_db - self.erle_db)
         speech = is_speech and above >= min(self.margin_db, 0.5 * self.erle_db)
+        speech = speech and self._onset >= self.onset_frames
         if not speech and raw_db > -70.0:
             erle = min(60.0, max(0.0, raw_db - clean_db))
             rate = self.fall if erle < self.erle_db else self.rise

@@ -38,7 +38,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from audio.edges.capture import AudioCallback, DeviceListSource, LostCallback, TimedAudioCallback
-from audio.edges.reference import ReferenceQueue, TimedBuffer
+from audio.edges.reference import ReferenceQueue, SampleClock, TimedBuffer
 from audio.edges.wav import FloatArray
 
 _LOGGER = logging.getLogger(__name__)
@@ -55,6 +55,10 @@ CONVERGE_FRAMES = 500
 """10 ms frames of the speaker playing before the canceller counts as converged (5 s: measured by
 ``robot-face bench duplex``, its "cold start" row: during the first reply the residue still starts
 utterances)."""
+RECONVERGE_FRAMES = 250
+"""10 ms frames of the speaker playing after a timing jump (the reference or the microphone
+re-anchored: the echo path moved for the canceller) before it is trusted again (2.5 s; measured
+in the simulated room on a loaded machine: the ERLE fell to 1-12 dB for about two seconds after one)."""
 FAR_ACTIVE_DB = -50.0
 """The reference counts as playing above this level (dBFS)."""
 
@@ -145,7 +149,11 @@ class FrontEnd:
         self._pending = np.zeros(0, dtype=np.float32)
         self._pending_time = 0.0
         self._resync_times: list[float] = []
+        self._capture_clock = SampleClock(RATE)
+        """The microphone's capture times, smoothed: its samples are contiguous, its reported times jitter."""
         self.stats = FrontEndStats()
+        self._since_jump = RECONVERGE_FRAMES
+        """Frames of the speaker playing since the last timing jump."""
         self.last_far = np.zeros(0, dtype=np.float32)
         """The reference frames fed for the latest ``process`` call (the residual-echo check)."""
         self.last_mic = np.zeros(0, dtype=np.float32)
@@ -164,16 +172,21 @@ class FrontEnd:
             samples = block.samples
             if self._resampler is not None:
                 samples = self._resampler.resample_chunk(samples)  # type: ignore[attr-defined]
-            before = self._timeline.resyncs
+            before, expected = self._timeline.resyncs, self._timeline.end_time
             self._timeline.append(samples, block.play_time)
             if self._timeline.resyncs != before:
                 self._resync_times.append(block.play_time)
+                self._jumped("the speaker's play times", block.play_time - (expected or 0.0))
 
     def process(self, block: FloatArray, capture_time: float) -> FloatArray:
         """Clean ``block`` (16 kHz mono) whose first sample was captured at ``capture_time``."""
         self._absorb_reference()
+        jumps, expected = self._capture_clock.resyncs, self._capture_clock.next_time
+        stamped = self._capture_clock.stamp(len(block), capture_time)
+        if self._capture_clock.resyncs != jumps:
+            self._jumped("the microphone's capture times", capture_time - (expected or 0.0))
         if len(self._pending) == 0:
-            self._pending_time = capture_time
+            self._pending_time = stamped
         self._pending = np.concatenate([self._pending, np.asarray(block, dtype=np.float32)])
         whole = len(self._pending) // FRAME * FRAME
         if whole == 0:
@@ -191,13 +204,25 @@ class FrontEnd:
         for i in range(0, whole, FRAME):
             if float(np.mean(np.square(far[i : i + FRAME]))) > 10 ** (FAR_ACTIVE_DB / 10):
                 self.stats.far_active_frames += 1
+                self._since_jump += 1
         self.last_far, self.last_mic = far, mic
         return out
 
+    def _jumped(self, what: str, by_s: float) -> None:
+        """A timing jump: the echo path moved for the canceller; it must re-converge."""
+        self._since_jump = 0
+        _LOGGER.info("echo cancellation: %s jumped by %+.0f ms; re-converging", what, 1000 * by_s)
+
     @property
     def converged(self) -> bool:
-        """Whether the canceller has heard the speaker long enough to be trusted (``CONVERGE_FRAMES``)."""
-        return self.stats.far_active_frames >= CONVERGE_FRAMES
+        """Whether the canceller has heard the speaker long enough to be trusted: ``CONVERGE_FRAMES``
+        in all, and ``RECONVERGE_FRAMES`` since the last timing jump."""
+        return self.stats.far_active_frames >= CONVERGE_FRAMES and self._since_jump >= RECONVERGE_FRAMES
+
+    @property
+    def timing_jumps(self) -> int:
+        """Re-anchorings of the reference timeline and of the capture clock so far."""
+        return self._timeline.resyncs + self._capture_clock.resyncs
 
     def fault(self, now: float) -> str | None:
         """Why echo cancellation cannot be trusted now (None = it can): the reference stopped
@@ -209,10 +234,10 @@ class FrontEnd:
         if last == 0.0:  # the speaker opens a little after the microphone
             return "no reference from the speaker" if self.stats.frames > 500 else None
         if now - last > REFERENCE_STALL_S + 1.0:  # play times run up to ~1 s ahead of now
-            return f"the speaker's reference stopped {now - last:.1f} s ago"
+            return "the speaker's reference stopped (the speaker vanished or stalled)"
         self._resync_times = [t for t in self._resync_times if now - t < 60.0]
         if len(self._resync_times) > MAX_RESYNCS:
-            return f"the speaker's timing jumped {len(self._resync_times)} times in a minute"
+            return f"the speaker's timing jumped more than {MAX_RESYNCS} times in a minute"
         return None
 
 
@@ -348,7 +373,10 @@ class FrontEndSource:
             if self._resampler is not None:
                 block = self._resampler.resample_chunk(block)
             try:
+                jumps = self.front.timing_jumps
                 cleaned = self.front.process(block, capture_time)
+                if self.gate is not None and self.front.timing_jumps != jumps:
+                    self.gate.guard.reset()  # the canceller re-adapts: its ERLE is not known
                 if self.gate is not None:
                     cleaned = self.gate.apply(self.front.last_mic, cleaned, self.front.last_far)
             except Exception as err:  # the library failing mid-run: raw audio, and say so

@@ -5,7 +5,17 @@ Event order per utterance: ``SpeechStarted``, then usually ``SpeechEnded``, then
 
 - ``too_short``: SpeechEnded, then UtteranceFailed.
 - ``interrupted``: UtteranceFailed only — the microphone was closed or lost, or the device started
-  speaking (half-duplex: what the user says over the device's own voice is not used).
+  speaking while half duplex (what the user says over the device's own voice is not used).
+
+Full duplex (docs/hearing.md, "Full duplex"): behind the echo canceller (a ``DuplexSource``: the
+``FrontEndSource`` of ``audio.hearing.front_end``, whose ``duplex`` is "full" once it converged and
+while it has no fault) the microphone is heard while the device speaks: an utterance that starts
+then is a barge-in (``SpeechStarted.over_playback``), needs ``barge_in_speech_ms`` of speech to
+start (a stricter endpointer while the device speaks, swapped in and out only between utterances)
+and closes through the normal turn logic. Half duplex -- echo cancellation off, not converged yet,
+or fallen back after a fault -- discards as before. Every change of the mode (and the first one
+known, unless echo cancellation is off) is emitted as ``DuplexChanged`` with its reason; falling back while the device speaks fails
+the utterance in progress with ``interrupted`` (never transcribing the device's own voice).
 - ``no_speech`` (Whisper heard nothing) and ``stt_error``: after SpeechEnded.
 
 Speech longer than ``max_part_ms`` (Whisper's window) is handed on in parts cut at pauses; each part
@@ -50,8 +60,8 @@ import uuid
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -59,6 +69,8 @@ from audio.edges.capture import AudioSource, DeviceListSource, MicrophoneUnavail
 from audio.edges.wav import FloatArray
 from audio.events import (
     AudioDeviceProblem,
+    DuplexChanged,
+    DuplexMode,
     EventSink,
     SpeechEnded,
     SpeechStarted,
@@ -72,6 +84,7 @@ from audio.hearing.turn import turn_complete
 from audio.hearing.turn_model import TurnModel, TurnVerdict, make_turn_model
 from audio.hearing.utterance_parts import join_transcriptions
 from audio.hearing.vad import (
+    Endpointer,
     EndpointerEvent,
     FrameSegmenter,
     TurnQuestion,
@@ -97,6 +110,41 @@ def _retrieved(fut: asyncio.Future[Transcription]) -> None:
     expected, never logged as an exception nobody retrieved)."""
     if not fut.cancelled():
         fut.exception()
+
+
+NOT_CONVERGED = "the echo canceller has not heard enough of the speaker yet (converging, or re-converging after a timing jump)"
+"""Why a ``DuplexSource`` without a fault is still half duplex."""
+
+
+@runtime_checkable
+class DuplexSource(Protocol):
+    """A source that can be listened to while the device speaks once ``duplex`` is "full"."""
+
+    @property
+    def duplex(self) -> str:
+        """ "full" or "half"."""
+        ...
+
+    @property
+    def fault_reason(self) -> str | None:
+        """Why echo cancellation cannot be trusted now (None: no fault)."""
+        ...
+
+
+def duplex_of(source: AudioSource, echo_cancellation: str) -> tuple[DuplexMode, str]:
+    """The duplex mode of ``source`` now and why it is half ("" when full)."""
+    if isinstance(source, DuplexSource):
+        if source.duplex == "full":
+            return "full", ""
+        return "half", source.fault_reason or NOT_CONVERGED
+    if echo_cancellation == "off":
+        return "half", "echo cancellation is off (hearing.echo_cancellation)"
+    if echo_cancellation == "webrtc":
+        return "half", "the echo canceller did not start (see the log)"
+    return "half", (
+        f"echo cancellation {echo_cancellation!r}: no reference here for the residual-echo guard, "
+        "so the device does not listen over itself"
+    )
 
 
 def _new_id() -> str:
@@ -184,6 +232,11 @@ class Listener:
         self._parts: list[asyncio.Future[Transcription]] = []
         """Decodes of the current utterance's earlier parts, in order."""
         self._speaking = False
+        self._normal = self._segmenter.endpointer
+        self._strict = Endpointer(_barge_in_settings(settings))
+        """The endpointer while the device speaks in full duplex (``barge_in_speech_ms`` to start)."""
+        self._duplex: tuple[DuplexMode, str] | None = None
+        """The duplex mode and its reason as last emitted (None: not known yet)."""
         rate = settings.sample_rate
         self._echo = EchoTail(
             rate,
@@ -199,6 +252,11 @@ class Listener:
         self._watchdog: asyncio.Task[None] | None = None
         self.discarded_samples = 0
         """Samples thrown away by half-duplex (device speaking + tail)."""
+
+    @property
+    def duplex(self) -> DuplexMode:
+        """ "full" when the microphone is heard while the device speaks, else "half"."""
+        return self._duplex[0] if self._duplex is not None else "half"
 
     @property
     def is_open(self) -> bool:
@@ -218,6 +276,7 @@ class Listener:
             return
         self._loop = asyncio.get_running_loop()
         self._want_open = True
+        self._update_duplex()
         prepare = getattr(self._stt, "prepare", None)  # a transcriber that loads lazily gets ready
         if prepare is not None:
             prepare()
@@ -255,11 +314,12 @@ class Listener:
         self._io.shutdown(wait=True)
 
     def set_speaking(self, active: bool) -> None:
-        """Half-duplex: the device started/stopped speaking. While it speaks, and for
-        the room's echo of it after (``audio.hearing.echo_tail``: at least ``speaking_tail_ms``, at most
+        """The device started/stopped speaking. Half duplex: while it speaks, and for the room's
+        echo of it after (``audio.hearing.echo_tail``: at least ``speaking_tail_ms``, at most
         ``speaking_tail_max_ms``), microphone audio is discarded; an utterance in progress when
-        speaking starts fails with ``interrupted``."""
-        if not self.settings.half_duplex:
+        speaking starts fails with ``interrupted``. Full duplex: the microphone is still heard (an
+        utterance in progress goes on; one that starts while it speaks is a barge-in)."""
+        if not self.settings.half_duplex or self.duplex == "full":
             self._speaking = active
             return
         if active and not self._speaking:
@@ -383,18 +443,24 @@ class Listener:
         self._last_block = time.monotonic()
         if self._resampler is not None:
             block = self._resampler.resample_chunk(block)
-        if self.settings.half_duplex and (
-            self._speaking
-            or (
-                self._echo.active
-                and self._echo.drop(
-                    len(block), frame_level_db(block), self._segmenter.detector.noise_floor_db
+        self._update_duplex()
+        if (
+            self.settings.half_duplex
+            and self.duplex == "half"
+            and (
+                self._speaking
+                or (
+                    self._echo.active
+                    and self._echo.drop(
+                        len(block), frame_level_db(block), self._segmenter.detector.noise_floor_db
+                    )
                 )
             )
         ):
             self.discarded_samples += len(block)
             return
         self.heard_samples += len(block)
+        self._choose_endpointer()
         events = self._segmenter.feed(np.asarray(block, dtype=np.float32))
         self._block_clock = (now, self._segmenter.endpointer.samples_seen + self._segmenter.pending_samples)
         if (
@@ -405,6 +471,36 @@ class Listener:
             self._drop_spec()  # the user went on speaking after the pause
         self._handle(events)
 
+    def _update_duplex(self) -> None:
+        """Follow the source's duplex mode; emit each change (and the first mode known) -- not with
+        echo cancellation off (always half, nothing to tell)."""
+        now = duplex_of(self._source, self.settings.echo_cancellation)
+        if now == self._duplex:
+            return
+        if self._duplex is None and self.settings.echo_cancellation == "off":
+            self._duplex = now
+            return
+        before, self._duplex = self._duplex, now
+        mode, reason = now
+        if before is not None and before[0] != mode and self._speaking:
+            if mode == "half":  # fell back mid-reply: what follows is discarded, never transcribed
+                self._interrupt(f"echo cancellation fell back while the device speaks: {reason}")
+            self._segmenter.reset()
+            self._echo.cancel()
+        log = _LOGGER.info if mode == "full" or before is None else _LOGGER.warning
+        log("microphone: %s duplex%s", mode, f" ({reason})" if reason else "")
+        self._emit(DuplexChanged(mode=mode, reason=reason, ts=time.time()))
+
+    def _choose_endpointer(self) -> None:
+        """The stricter endpointer while the device speaks in full duplex, the normal one otherwise;
+        swapped only between utterances (the one swapped in starts with an empty pre-roll)."""
+        want = self._strict if self._speaking and self.duplex == "full" else self._normal
+        current = self._segmenter.endpointer
+        if want is current or current.in_speech or self._utterance is not None or self._spec is not None:
+            return
+        want.reset()
+        self._segmenter.endpointer = want
+
     def _ts_of(self, pos: int) -> float:
         """Wall time of stream sample ``pos`` (from the last block's arrival)."""
         now, end_pos = self._block_clock
@@ -414,7 +510,9 @@ class Listener:
         for ev in events:
             if isinstance(ev, UtteranceBegan):
                 self._utterance = self._ids()
-                self._emit(SpeechStarted(utterance=self._utterance, ts=self._ts_of(ev.offset)))
+                over = self._speaking and self.duplex == "full"
+                ts = self._ts_of(ev.offset)
+                self._emit(SpeechStarted(utterance=self._utterance, ts=ts, over_playback=over))
             elif isinstance(ev, UtterancePart):
                 if self._utterance is not None:
                     self._parts.append(self._submit_decode(ev.audio, ev.speech_ratio))
@@ -600,3 +698,11 @@ class Listener:
                 ts=time.time(),
             )
         )
+
+
+def _barge_in_settings(settings: HearingSettings) -> HearingSettings:
+    """The endpointer's settings while the device speaks: ``barge_in_speech_ms`` of speech to start
+    (the start window widened to hold it)."""
+    need = max(settings.start_speech_ms, settings.barge_in_speech_ms)
+    window = max(settings.start_window_ms, need + 60)
+    return replace(settings, start_speech_ms=need, start_window_ms=window)

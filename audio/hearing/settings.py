@@ -189,7 +189,9 @@ class HearingSettings:
     plus its echo tail, is discarded; the safe fallback), "webrtc" = WebRTC's canceller in process
     (the PyPI package livekit) on the capture path before VAD, "system" = the operating system
     cancels (PulseAudio/PipeWire module-echo-cancel; the input and output devices are its echo-cancel
-    source and sink, docs/deploy.md) (default "off": full duplex is not wired to barge-in yet)."""
+    source and sink, docs/deploy.md; the device stays half duplex: no reference for the
+    residual-echo guard) (default "off": full duplex is measured in the simulated room only so far,
+    docs/deploy.md; ``robot-face demo`` runs the simulation with "webrtc")."""
 
     noise_suppression: bool = True
     """With "webrtc": WebRTC's noise suppression on the microphone (its moderate level; livekit's
@@ -203,9 +205,12 @@ class HearingSettings:
     air path and converters), in ms; WebRTC's delay estimator follows the rest (default 0; the
     simulation uses the simulated room's delay)."""
 
-    barge_in_speech_ms: int = 250
-    """Speech needed to start an utterance while the device speaks (a barge-in), in ms: stricter
-    than ``start_speech_ms`` so the residue of its own voice does not start one (default 250)."""
+    barge_in_speech_ms: int = 150
+    """Speech needed to start an utterance while the device speaks in full duplex (a barge-in), in
+    ms (within a start window widened to hold it): stricter than ``start_speech_ms``, a second guard
+    behind the residual-echo gate against the residue of its own voice (default 150: measured by
+    ``robot-face bench duplex``; 250 reported only about a fifth of the barge-ins within 300 ms and
+    missed short ones such as "Actually, stop.")."""
 
     duck_db: float = -12.0
     """Level of a reply while the user speaks over it, in dB relative to its volume; 0 = no ducking

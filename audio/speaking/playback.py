@@ -71,6 +71,12 @@ def fade_edges(samples: FloatArray, fade_frames: int) -> FloatArray:
     return out
 
 
+DUCK_ATTACK_MS = 50.0
+"""How long ducking takes to reach its level (the user started speaking over the reply), in ms."""
+DUCK_RELEASE_MS = 250.0
+"""How long the return to the full volume takes once the user stopped, in ms."""
+
+
 class PlaybackQueue:
     """FIFO of pieces and reply ends, rendered block by block with volume and a stop fade."""
 
@@ -81,6 +87,9 @@ class PlaybackQueue:
         self._stop_fade_ms = stop_fade_ms
         self._volume = _clamp_volume(volume)
         self._gain = self._volume
+        self._duck = 1.0
+        """The ducking gain now (linear; 1.0 = not ducked)."""
+        self._duck_target = 1.0
         self._generation = 0
         self._open: int | None = None
         self._open_say = ""
@@ -121,6 +130,25 @@ class PlaybackQueue:
     def set_volume(self, volume: float) -> None:
         """Change the volume; it ramps over the next block (no zipper noise)."""
         self._volume = _clamp_volume(volume)
+
+    def set_duck(self, gain: float) -> None:
+        """Duck the output to ``gain`` (linear, 0..1) under the volume, or back to 1.0; it ramps
+        linearly over ``DUCK_ATTACK_MS`` down, ``DUCK_RELEASE_MS`` up (from full to silent)."""
+        self._duck_target = float(min(1.0, max(0.0, gain)))
+
+    @property
+    def duck(self) -> float:
+        """The ducking gain reached so far (linear; 1.0 = not ducked)."""
+        return self._duck
+
+    def _next_duck(self, frames: int) -> float:
+        """The ducking gain at the end of the next ``frames`` (the ramp's step)."""
+        delta = self._duck_target - self._duck
+        if delta == 0.0:
+            return self._duck
+        ramp_ms = DUCK_ATTACK_MS if delta < 0 else DUCK_RELEASE_MS
+        step = frames / max(1.0, (self._rate or 16000) * ramp_ms / 1000.0)
+        return self._duck + max(-step, min(step, delta))
 
     @property
     def busy(self) -> bool:
@@ -197,12 +225,13 @@ class PlaybackQueue:
                 self._render_stop(out, marks)
             else:
                 self._render_queue(out, marks)
-            target = self._volume
-            if self._gain != target:
-                out *= np.linspace(self._gain, target, len(out), dtype=np.float32)
-                self._gain = target
-            elif target != 1.0:
-                out *= target
+            duck = self._next_duck(len(out))
+            start, end = self._gain * self._duck, self._volume * duck
+            if start != end:
+                out *= np.linspace(start, end, len(out), dtype=np.float32)
+            elif end != 1.0:
+                out *= end
+            self._gain, self._duck = self._volume, duck
         return marks
 
     def _render_stop(self, out: FloatArray, marks: list[PlaybackMark]) -> None:

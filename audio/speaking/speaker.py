@@ -191,6 +191,19 @@ class Speaker:
         """Set the output volume (0..1); applies within one audio block."""
         self._queue.set_volume(volume)
 
+    def duck(self, level_db: float) -> None:
+        """Play ``level_db`` (<= 0) under the volume, ramping (the user speaks over the reply)."""
+        self._queue.set_duck(10.0 ** (min(0.0, level_db) / 20.0))
+
+    def unduck(self) -> None:
+        """Back to the full volume, ramping."""
+        self._queue.set_duck(1.0)
+
+    @property
+    def ducked(self) -> bool:
+        """Whether the output is ducked (or ramping back up)."""
+        return self._queue.duck < 1.0
+
     @property
     def volume(self) -> float:
         """Current output volume."""

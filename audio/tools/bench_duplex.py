@@ -522,7 +522,10 @@ def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction)
     )
     b.add_argument("--limit-db", type=float, default=6.0, help="the weak canceller's ERLE, dB (default 6)")
     b.add_argument(
-        "--barge-in-ms", type=int, default=250, help="speech needed for a barge-in, ms (default 250)"
+        "--barge-in-ms",
+        type=int,
+        default=150,
+        help="speech needed for a barge-in, ms (default 150, hearing.barge_in_speech_ms)",
     )
     b.add_argument("--wer-rooms", type=int, default=6, help="rooms for the WER check (default 6)")
     b.add_argument("--no-wer", action="store_true", help="skip the WER check (no Whisper)")

@@ -61,13 +61,13 @@ class SoakDriver(DemoDriver):
         self.stops = 0
         """Replies stopped while playing (``playback_finished`` with ``interrupted: true``)."""
 
-    async def _turn(self, line: UserLine) -> None:
+    async def _turn(self, line: UserLine, wait_quiet: bool = True) -> None:
         stopper = None
         if self.stop_first_reply and line is SCRIPT[0]:
             self.stop_first_reply = False
             stopper = asyncio.create_task(self._stop_next_reply(len(self.agent.replies)))
         try:
-            await super()._turn(line)
+            await super()._turn(line, wait_quiet)
         finally:
             if stopper is not None:
                 with contextlib.suppress(HarnessTimeout, TimeoutError):

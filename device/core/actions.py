@@ -28,6 +28,19 @@ class SetHalfDuplex:
 
 
 @dataclass(frozen=True, slots=True)
+class DuckSpeech:
+    """The user speaks over a reply: play the output ``level_db`` (< 0) under its volume, ramping
+    smoothly, until ``UnduckSpeech`` (the reply goes on: only the agent stops it)."""
+
+    level_db: float
+
+
+@dataclass(frozen=True, slots=True)
+class UnduckSpeech:
+    """The user stopped speaking over the reply: back to the full volume, ramping smoothly."""
+
+
+@dataclass(frozen=True, slots=True)
 class Speak:
     """Queue speakable text (tags removed) for reply ``say``; ``final`` ends the reply."""
 
@@ -165,6 +178,8 @@ Action = (
     OpenMicrophone
     | CloseMicrophone
     | SetHalfDuplex
+    | DuckSpeech
+    | UnduckSpeech
     | Speak
     | StopSpeaking
     | HoldSpeech

@@ -12,11 +12,13 @@ from typing import Any
 from device.core.actions import (
     Action,
     CancelTimer,
+    DuckSpeech,
     HoldSpeech,
     Notice,
     ReleaseSpeech,
     ScheduleTimer,
     ShowFace,
+    UnduckSpeech,
 )
 from device.core.state import DeviceState, Phase
 from face.state import FaceState
@@ -53,11 +55,27 @@ def hold_changes(before: DeviceState, after: DeviceState) -> list[Action]:
     return actions
 
 
+# ---- ducking (full duplex) ------------------------------------------------------------------------
+def ducked(state: DeviceState) -> bool:
+    """Whether the replies play ducked: the user is speaking an utterance they began over a reply."""
+    return state.awake and state.barge_in is not None and state.barge_in == state.hearing
+
+
+def duck_changes(before: DeviceState, after: DeviceState, level_db: float) -> list[Action]:
+    """Duck when the user's barge-in starts, back to full volume when it ends (however it ends:
+    speech ended, interrupted, asleep). ``level_db`` 0 = no ducking."""
+    if level_db >= 0.0 or ducked(before) == ducked(after):
+        return []
+    return [DuckSpeech(level_db)] if ducked(after) else [UnduckSpeech()]
+
+
 # ---- the face ----------------------------------------------------------------------------------------
 def display_of(state: DeviceState) -> FaceState:
     """What the face shows for this state (once the wake-up animation is over)."""
     if not state.awake:
         return FaceState.ASLEEP
+    if ducked(state):
+        return FaceState.LISTENING  # the user talks over the reply: the face listens to them
     if state.phase is Phase.SPEAKING:
         return FaceState.SPEAKING
     if state.faults:
@@ -104,4 +122,6 @@ def status_fields(state: DeviceState) -> dict[str, Any]:
         "sleep_allowed": s.sleep_allowed,
         "language": s.language,
         "volume": s.volume,
+        "duplex": state.duplex,
+        **({"duplex_reason": state.duplex_reason} if state.duplex == "half" and state.duplex_reason else {}),
     }

@@ -39,6 +39,7 @@ from agent_link.protocol.messages import (
 )
 from audio.events import (
     AudioDeviceProblem,
+    DuplexChanged,
     EndReason,
     HearingFailure,
     PlaybackFinished,
@@ -70,6 +71,7 @@ from device.core.actions import (
 from device.core.derived import (
     WAKING_TIMER,
     display_of,
+    duck_changes,
     face_changes,
     hold_changes,
     hold_points,
@@ -128,6 +130,8 @@ class Rules:
     """Voice per language (``speaking.voices``); a language not listed is spoken by ``default_voice``."""
     default_voice: str = ""
     """``speaking.voice``: "" = the packaged voice."""
+    duck_db: float = -12.0
+    """Level of the replies while the user speaks over them, in dB (``hearing.duck_db``; 0 = none)."""
 
 
 def initial_state(settings: Settings) -> DeviceState:
@@ -152,6 +156,7 @@ def step(
     if new.awake:
         new = replace(new, phase=_awake_phase(new))
     actions.extend(hold_changes(state, new))
+    actions.extend(duck_changes(state, new, rules.duck_db))
     new, face = face_changes(new, event.ts, rules.wake_duration_s)
     actions.extend(face)
     return new, actions
@@ -235,8 +240,12 @@ def _on_speech_started(state: DeviceState, ev: SpeechStarted, out: list[Action],
         out.append(_failed(state.hearing, "interrupted", "a new utterance started first", ev.ts))
     # Recorded before the event is stored: a kill in between leaves nothing open forever.
     out.append(OpenRecord("utterances", ev.utterance))
-    out.append(Publish(SpeechStartedBody(utterance=ev.utterance, ts=ev.ts)))
-    return replace(state, hearing=ev.utterance)
+    over = ev.over_playback
+    out.append(Publish(SpeechStartedBody(utterance=ev.utterance, ts=ev.ts, over_playback=over)))
+    if over:  # the face listens (``display_of``) while the reply goes on, ducked
+        playing = ", ".join(r.say for r in state.replies if r.playing) or "none playing"
+        out.append(Note("info", f"Barge-in: {ev.utterance} started over the reply ({playing})"))
+    return replace(state, hearing=ev.utterance, barge_in=ev.utterance if over else None)
 
 
 def _on_speech_ended(state: DeviceState, ev: SpeechEnded, out: list[Action], rules: Rules) -> DeviceState:
@@ -632,6 +641,15 @@ def _on_audio_problem(
     return replace(state, faults=faults)
 
 
+def _on_duplex(state: DeviceState, ev: DuplexChanged, out: list[Action], rules: Rules) -> DeviceState:
+    """The listener's duplex mode (``status.duplex``); a fall back to half is logged with its reason."""
+    if ev.mode == "full":
+        out.append(Note("info", "Full duplex: the device hears the user over its own voice"))
+    else:
+        out.append(Note("warning" if state.duplex == "full" else "info", f"Half duplex: {ev.reason}"))
+    return replace(state, duplex=ev.mode, duplex_reason=ev.reason if ev.mode == "half" else "")
+
+
 def _on_storage(state: DeviceState, ev: StorageProblem, out: list[Action], rules: Rules) -> DeviceState:
     out.append(Note("warning" if ev.ok else "error", f"Storage {'back' if ev.ok else 'fault'}: {ev.detail}"))
     faults = state.faults - {"storage"} if ev.ok else state.faults | {"storage"}
@@ -681,6 +699,7 @@ _HANDLERS.add(CommandRefused, _on_refused)
 _HANDLERS.add(LinkChanged, _on_link)
 _HANDLERS.add(AgentPresence, _on_agent)
 _HANDLERS.add(AudioDeviceProblem, _on_audio_problem)
+_HANDLERS.add(DuplexChanged, _on_duplex)
 _HANDLERS.add(StorageProblem, _on_storage)
 _HANDLERS.add(TimerFired, _on_timer)
 _HANDLERS.add(Reached, _on_reached)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal
 
-from agent_link.protocol.message_base import SleepVia, TapSource
+from agent_link.protocol.message_base import Duplex, SleepVia, TapSource
 from face.state import FaceState
 from face.tags import Mark
 
@@ -117,6 +117,12 @@ class DeviceState:
     """The face state last decided (``display_of`` when it was decided); None before the first."""
     waking: bool = False
     """The wake-up animation is playing: the awake state shows when it ends (its timer)."""
+    barge_in: str | None = None
+    """The utterance that started over a reply (full duplex): replies are ducked while it is spoken."""
+    duplex: Duplex = "half"
+    """The listener's duplex mode (``status.duplex``): "full" = it hears the user over the replies."""
+    duplex_reason: str = ""
+    """Why it is half duplex ("" when full, or not said yet)."""
 
     @property
     def awake(self) -> bool:

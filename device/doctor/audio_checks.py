@@ -136,7 +136,7 @@ def check_duplex(mode: str) -> CheckResult:
             name,
             "note",
             "system: the sound server cancels; hearing.input_device / speaking.output_device must be "
-            "its echo-cancel source and sink (docs/deploy.md)",
+            "its echo-cancel source and sink (docs/deploy.md); the device stays half duplex",
         )
     import time
 
@@ -162,5 +162,5 @@ def check_duplex(mode: str) -> CheckResult:
         name,
         "ok",
         f"webrtc: WebRTC's canceller cleans the microphone ({ms:.2f} ms per 10 ms frame); "
-        "listening while speaking is not wired yet, so the device stays half duplex",
+        "full duplex once it has heard 5 s of the speaker (status.duplex says which runs)",
     )

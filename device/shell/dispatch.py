@@ -19,6 +19,7 @@ from device.core.actions import (
     ApplySettings,
     CancelTimer,
     CloseMicrophone,
+    DuckSpeech,
     HoldSpeech,
     Note,
     Notice,
@@ -34,6 +35,7 @@ from device.core.actions import (
     ShowFace,
     Speak,
     StopSpeaking,
+    UnduckSpeech,
 )
 from device.core.inputs import DeviceInput, TimerFired
 from device.core.state import Settings
@@ -48,6 +50,8 @@ class SpeakerPart(Protocol):
     def hold(self, say: str, *, at_once: bool = False) -> None: ...
     def release(self, say: str) -> None: ...
     def set_volume(self, volume: float) -> None: ...
+    def duck(self, level_db: float) -> None: ...
+    def unduck(self) -> None: ...
     async def set_voice(self, voice: str) -> None: ...
 
 
@@ -122,6 +126,8 @@ class Dispatch:
         self._add(StopSpeaking, self._stop_speaking)
         self._add(HoldSpeech, lambda a: self._speaker().hold(a.say, at_once=a.at_once))
         self._add(ReleaseSpeech, lambda a: self._speaker().release(a.say))
+        self._add(DuckSpeech, lambda a: self._speaker().duck(a.level_db))
+        self._add(UnduckSpeech, lambda a: self._speaker().unduck())
         self._add(SetHalfDuplex, lambda a: self._listener().set_speaking(a.speaking))
         self._add(OpenMicrophone, lambda a: self._microphone("open the microphone", self._listener().open))
         self._add(CloseMicrophone, lambda a: self._microphone("close the microphone", self._listener().close))

@@ -46,6 +46,7 @@ class InstantSpeaker:
         self._waiting: list[str] = []
         self._holds: set[str] = set()
         self.volume = 0.8
+        self.duck_db = 0.0
         self.voice = ""
 
     def speak(self, say: str, text: str, final: bool) -> None:
@@ -90,6 +91,14 @@ class InstantSpeaker:
     def set_volume(self, volume: float) -> None:
         """Remember the volume."""
         self.volume = volume
+
+    def duck(self, level_db: float) -> None:
+        """Remember the ducking level (a simulated device plays nothing)."""
+        self.duck_db = level_db
+
+    def unduck(self) -> None:
+        """Back to the full volume."""
+        self.duck_db = 0.0
 
     async def set_voice(self, voice: str) -> None:
         """Remember the voice."""

@@ -66,6 +66,14 @@ def reference_taps(source: AudioSource) -> list[ReferenceTap]:
     return taps
 
 
+def simulated_microphone(source: AudioSource | None) -> SimulatedMicrophone | None:
+    """The simulated microphone ``sim/audio`` feeds: ``source`` itself, or the one behind the echo
+    canceller (None on hardware)."""
+    if isinstance(source, FrontEndSource):
+        source = source.inner  # type: ignore[assignment]
+    return source if isinstance(source, SimulatedMicrophone) else None
+
+
 def make_speaker(
     config: Config, state_dir: StateDir, emit: EventSink, source: AudioSource | None = None
 ) -> Speaker:

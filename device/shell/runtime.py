@@ -18,7 +18,7 @@ from agent_link.link.gate import CommandGate
 from agent_link.link.mqtt_link import MqttLink
 from agent_link.link.outbox import Outbox
 from agent_link.protocol.messages import StatusMessage
-from audio.edges.capture import AudioSource, SimulatedMicrophone
+from audio.edges.capture import AudioSource
 from audio.edges.wav import load_audio
 from audio.events import AudioDeviceProblem
 from audio.hearing.listener import Listener
@@ -43,7 +43,7 @@ from device.shell.dispatch import Dispatch
 from device.shell.inbox import Inbox
 from device.shell.messages import MessageReader
 from device.shell.notify import SystemdNotifier
-from device.shell.parts import make_face, make_source, make_speaker
+from device.shell.parts import make_face, make_source, make_speaker, simulated_microphone
 from device.shell.records import OpenRecords
 from device.shell.storage_watch import StorageWatch, Store
 from face.tags import TagVocabulary
@@ -72,6 +72,7 @@ class Runtime:
             vocabulary=TagVocabulary(dict(config.face.aliases)),
             voices=dict(config.speaking.voices),
             default_voice=config.speaking.voice,
+            duck_db=config.hearing.duck_db,
         )
         self.state: DeviceState = initial_state(Settings())
         self.inbox = Inbox(control_first=self.control_first)
@@ -95,8 +96,8 @@ class Runtime:
 
     def _feed_sim_audio(self, payload: bytes) -> None:
         samples = load_audio(payload, self.config.hearing.sample_rate)
-        source = self.source
-        if not isinstance(source, SimulatedMicrophone):
+        source = simulated_microphone(self.source)
+        if source is None:
             _LOGGER.warning("Simulated audio dropped: the microphone is not ready yet")
             return
 

@@ -77,4 +77,4 @@ def test_full_duplex_is_off_by_default() -> None:
     s = HearingSettings()
     s.validate()
     assert s.echo_cancellation == "off" and s.half_duplex
-    assert s.barge_in_speech_ms == 250 and s.duck_db == -12.0
+    assert s.barge_in_speech_ms == 150 and s.duck_db == -12.0

@@ -22,11 +22,14 @@ def _config(tmp_path: Path, **keys: object) -> object:
     return load_config(None, {"simulate": True, "state_dir": str(tmp_path), **keys})
 
 
-def test_half_duplex_by_default_is_the_plain_simulated_microphone(tmp_path: Path) -> None:
+def test_half_duplex_by_default_is_the_simulated_microphone_hearing_the_room(tmp_path: Path) -> None:
     source = make_source(_config(tmp_path))  # type: ignore[arg-type]
     assert type(source) is SimulatedMicrophone
-    assert source.echo is None
-    assert reference_taps(source) == []
+    assert isinstance(source.echo, RoomEcho)  # the echo every simulated run exercises
+    assert reference_taps(source) == [source.echo.on_rendered]
+    quiet = make_source(_config(tmp_path, **{"sim_room.enabled": False}))  # type: ignore[arg-type]
+    assert type(quiet) is SimulatedMicrophone and quiet.echo is None
+    assert reference_taps(quiet) == []
 
 
 def test_sim_room_and_webrtc_build_the_front_end_over_a_microphone_hearing_the_room(tmp_path: Path) -> None:

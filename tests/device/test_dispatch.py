@@ -11,6 +11,7 @@ from audio.events import AudioDeviceProblem
 from device.core.actions import (
     ApplySettings,
     CloseMicrophone,
+    DuckSpeech,
     HoldSpeech,
     OpenMicrophone,
     OpenRecord,
@@ -18,6 +19,7 @@ from device.core.actions import (
     Record,
     ReleaseSpeech,
     StopSpeaking,
+    UnduckSpeech,
 )
 from device.core.inputs import DeviceInput
 from device.core.state import Settings
@@ -65,6 +67,12 @@ class RecordingSpeaker:
 
     def set_volume(self, volume: float) -> None:
         self.calls.append(f"volume {volume}")
+
+    def duck(self, level_db: float) -> None:
+        self.calls.append(f"duck {level_db}")
+
+    def unduck(self) -> None:
+        self.calls.append("unduck")
 
     async def set_voice(self, voice: str) -> None:
         self.calls.append(f"voice {voice}…")
@@ -147,3 +155,12 @@ async def test_a_record_is_closed_only_once_its_closing_event_is_stored(tmp_path
     assert records.log[-1] == ("open", "replies", "r2") and link.notified == 1
     await dispatch.execute([ReleaseSpeech("r1")])
     assert speaker.calls == ["release r1"]
+
+
+async def test_ducking_goes_to_the_speaker(tmp_path: Path) -> None:
+    dispatch, outbox, _, _ = _dispatch(tmp_path, [])
+    speaker = RecordingSpeaker()
+    dispatch.speaker = speaker
+    await dispatch.execute([DuckSpeech(-12.0), UnduckSpeech()])
+    assert speaker.calls == ["duck -12.0", "unduck"]
+    outbox.close()

@@ -475,6 +475,7 @@ def test_settings_commands_persist_and_apply() -> None:
         "sleep_allowed": False,
         "language": "de",
         "volume": 0.5,
+        "duplex": "half",
     }
 
 

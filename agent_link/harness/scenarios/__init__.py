@@ -10,9 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from agent_link.harness.scenario import REGISTRY, Scenario
-from agent_link.harness.scenarios import conformance, conformance_commands
 
-__all__ = ["conformance", "conformance_commands", "load_scenarios", "select"]
+from agent_link.harness.scenarios import conformance, conformance_duplex  # isort: skip
+from agent_link.harness.scenarios import conformance_commands  # isort: skip  (last: ends with "contract")
+
+__all__ = ["conformance", "conformance_commands", "conformance_duplex", "load_scenarios", "select"]
 
 
 def load_scenarios() -> dict[str, Scenario]:

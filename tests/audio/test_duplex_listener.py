@@ -1,0 +1,127 @@
+"""The listener in full duplex: it hears the user over the device's own voice only while its source
+says the canceller can be trusted; a fall back to half duplex interrupts what it heard over a reply.
+
+The source is the simulated microphone with the duplex mode a ``FrontEndSource`` reports (what the
+echo canceller does is tested in test_duplex_front_end/test_duplex_guard, and end to end in
+tests/e2e/test_barge_in.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+
+import numpy as np
+import pytest
+
+from audio.edges.capture import SimulatedMicrophone
+from audio.edges.wav import FloatArray
+from audio.events import DuplexChanged, SpeechStarted, Transcribed, UtteranceFailed
+from audio.hearing.listener import NOT_CONVERGED, Listener, _barge_in_settings, duplex_of
+from audio.hearing.settings import HearingSettings
+from audio.hearing.vad import Endpointer, UtteranceBegan
+from audio.hearing.whisper_stt import WhisperTranscriber
+from tests.audio.test_hearing_listener import SPEED, Recorder, closes
+
+
+class DuplexMicrophone(SimulatedMicrophone):
+    """The simulated microphone, with the duplex mode and fault a ``FrontEndSource`` reports."""
+
+    def __init__(self) -> None:
+        super().__init__(speed=SPEED, noise_db=-70)
+        self.duplex = "full"
+        self.fault_reason: str | None = None
+
+
+def make(transcriber: WhisperTranscriber) -> tuple[Listener, DuplexMicrophone, Recorder]:
+    settings = HearingSettings(turn_detector="silence", echo_cancellation="webrtc")
+    mic = DuplexMicrophone()
+    rec = Recorder()
+    counter = itertools.count(1)
+    listener = Listener(settings, mic, transcriber, rec, utterance_ids=lambda: f"u{next(counter)}")
+    return listener, mic, rec
+
+
+@pytest.fixture
+def utterance(hearing_say: object) -> FloatArray:
+    return hearing_say("Actually, stop. I want to do something else.")  # type: ignore[operator]
+
+
+async def test_full_duplex_hears_the_user_over_a_reply(
+    hearing_transcriber: WhisperTranscriber, utterance: FloatArray
+) -> None:
+    listener, mic, rec = make(hearing_transcriber)
+    await listener.open()
+    listener.set_speaking(True)
+    mic.feed(utterance)
+    done = await rec.wait_for(closes)
+    await listener.aclose()
+    assert rec.events[0] == DuplexChanged("full", "", rec.events[0].ts)
+    started = [e for e in rec.events if isinstance(e, SpeechStarted)]
+    assert len(started) == 1 and started[0].over_playback
+    assert isinstance(done, Transcribed) and "stop" in done.text.lower()
+    assert listener.discarded_samples == 0
+
+
+async def test_speech_when_the_device_is_silent_is_not_over_playback(
+    hearing_transcriber: WhisperTranscriber, utterance: FloatArray
+) -> None:
+    listener, mic, rec = make(hearing_transcriber)
+    await listener.open()
+    mic.feed(utterance)
+    await rec.wait_for(closes)
+    await listener.aclose()
+    started = [e for e in rec.events if isinstance(e, SpeechStarted)]
+    assert len(started) == 1 and not started[0].over_playback
+
+
+async def test_half_until_converged_and_a_fall_back_interrupts_the_barge_in(
+    hearing_transcriber: WhisperTranscriber, utterance: FloatArray
+) -> None:
+    listener, mic, rec = make(hearing_transcriber)
+    mic.duplex = "half"  # not converged yet: half duplex, said with its reason
+    await listener.open()
+    listener.set_speaking(True)
+    mic.feed(utterance[: len(utterance) // 3])
+    while mic.pending_samples:
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.2)
+    assert [e for e in rec.events if not isinstance(e, DuplexChanged)] == []
+    assert rec.events == [DuplexChanged("half", NOT_CONVERGED, rec.events[0].ts)]
+    assert listener.discarded_samples > 0
+    mic.duplex = "full"  # converged mid-reply: the next speech is heard
+    mic.feed(utterance)
+    await rec.wait_for(lambda e: isinstance(e, SpeechStarted))
+    mic.duplex, mic.fault_reason = "half", "the speaker's reference stopped"
+    failed = await rec.wait_for(closes)
+    await listener.aclose()
+    assert isinstance(failed, UtteranceFailed) and failed.reason == "interrupted"
+    assert "reference stopped" in failed.detail
+    changes = [e for e in rec.events if isinstance(e, DuplexChanged)]
+    assert [(c.mode, c.reason) for c in changes] == [
+        ("half", NOT_CONVERGED),
+        ("full", ""),
+        ("half", "the speaker's reference stopped"),
+    ]
+    assert not any(isinstance(e, Transcribed) for e in rec.events)
+
+
+def test_without_a_canceller_the_reason_says_why() -> None:
+    mic = SimulatedMicrophone()
+    assert duplex_of(mic, "off") == ("half", "echo cancellation is off (hearing.echo_cancellation)")
+    mode, reason = duplex_of(mic, "webrtc")
+    assert mode == "half" and "did not start" in reason
+    assert duplex_of(mic, "system")[0] == "half"
+
+
+def test_the_start_over_a_reply_needs_barge_in_speech_ms() -> None:
+    """A 150 ms burst of speech starts an utterance normally, not over a reply (250 ms needed)."""
+    settings = HearingSettings(barge_in_speech_ms=250)  # not the default: a clear margin to 150 ms
+    frame = np.zeros(settings.sample_rate * settings.block_ms // 1000, dtype=np.float32)
+
+    def began(endpointer: Endpointer, speech_frames: int) -> bool:
+        flags = [False] * 10 + [True] * speech_frames + [False] * 20
+        return any(isinstance(e, UtteranceBegan) for f in flags for e in endpointer.process(frame, f))
+
+    assert began(Endpointer(settings), 5)  # 150 ms
+    assert not began(Endpointer(_barge_in_settings(settings)), 5)
+    assert began(Endpointer(_barge_in_settings(settings)), 9)  # 270 ms

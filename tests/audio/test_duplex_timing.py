@@ -1,0 +1,68 @@
+"""Timing on the duplex path: capture times follow the samples, not a thread's jitter, and the
+canceller is not trusted again right after a timing jump (its echo path moved)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from audio.edges.reference import SampleClock
+from audio.hearing.echo_tail import EchoGuard
+from audio.hearing.front_end import (
+    CONVERGE_FRAMES,
+    FRAME,
+    RATE,
+    RECONVERGE_FRAMES,
+    FrontEnd,
+    FrontEndOptions,
+)
+
+
+def test_the_sample_clock_ignores_jitter_and_follows_a_jump() -> None:
+    clock = SampleClock(16000, tolerance_s=0.05)
+    rng = np.random.default_rng(0)
+    starts = [clock.stamp(480, 100.0 + 0.03 * i + rng.uniform(-0.02, 0.02)) for i in range(100)]
+    assert np.allclose(np.diff(starts), 0.03) and clock.resyncs == 0
+    assert clock.stamp(480, 100.0 + 3.0 + 0.2) == 103.2  # 200 ms off: a real jump, re-anchored
+    assert clock.resyncs == 1
+
+
+def _feed(front: FrontEnd, seconds: float, t0: float, play_jump: float = 0.0) -> float:
+    """Play and capture noise for ``seconds`` from ``t0``; the reference's play times jump by
+    ``play_jump`` at the start. Returns the end time."""
+    rng = np.random.default_rng(1)
+    t = t0
+    for _ in range(int(seconds * 100)):
+        far = (rng.standard_normal(FRAME) * 0.1).astype(np.float32)
+        front.reference(far, t + play_jump, RATE)
+        front.process(far * 0.5, t)
+        t += FRAME / RATE
+    return t
+
+
+def test_after_a_timing_jump_the_canceller_must_reconverge() -> None:
+    front = FrontEnd(FrontEndOptions())
+    t = _feed(front, CONVERGE_FRAMES / 100 + 0.5, 1000.0)
+    assert front.converged and front.timing_jumps == 0
+    t = _feed(front, 0.5, t, play_jump=0.3)  # the speaker's timeline re-anchored 300 ms away
+    assert front.timing_jumps == 1 and not front.converged
+    _feed(front, RECONVERGE_FRAMES / 100, t, play_jump=0.3)
+    assert front.converged
+
+
+def test_the_guard_forgets_the_erle_it_tracked() -> None:
+    guard = EchoGuard()
+    for _ in range(200):
+        guard.allows(False, -30.0, -70.0, -20.0)
+    assert guard.erle_db > 30
+    guard.reset()
+    assert guard.erle_db == guard.initial_erle_db
+
+
+def test_nothing_is_speech_while_a_reply_starts() -> None:
+    guard = EchoGuard()
+    for _ in range(100):  # silence: what the VAD says goes
+        assert guard.allows(True, -40.0, -40.0, -90.0)
+    # The reply starts: a frame that would pass as the user (cleaned well above the residue)
+    # does not during the onset, and does after it.
+    verdicts = [guard.allows(True, -30.0, -30.0, -20.0) for _ in range(guard.onset_frames + 5)]
+    assert not any(verdicts[: guard.onset_frames]) and all(verdicts[guard.onset_frames :])

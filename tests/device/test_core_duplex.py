@@ -1,0 +1,116 @@
+"""The core's full-duplex rules (barge-in, ducking, status duplex), by synthetic event sequences."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from agent_link.protocol.messages import StatusMessage, StopCommand
+from audio.events import (
+    DuplexChanged,
+    PlaybackFinished,
+    PlaybackStarted,
+    SpeechEnded,
+    SpeechStarted,
+    Transcribed,
+    UtteranceFailed,
+)
+from device.core.actions import (
+    Action,
+    DuckSpeech,
+    Note,
+    Notice,
+    Publish,
+    ShowFace,
+    StopSpeaking,
+    UnduckSpeech,
+)
+from device.core.derived import WAKING_TIMER
+from device.core.inputs import TimerFired
+from device.core.orchestrator import Rules, display_of, status_fields
+from face.state import FaceState
+from tests.device.test_orchestrator import Run
+
+
+def ducking(acts: Sequence[Action]) -> list[Action]:
+    return [a for a in acts if isinstance(a, DuckSpeech | UnduckSpeech)]
+
+
+def speaking(run: Run, say: str = "r1") -> None:
+    run.wake()
+    run.feed(TimerFired(WAKING_TIMER, run.t()))  # the wake-up animation is over
+    run.say(say, "A long activity instruction. " * 10)
+    run.feed(PlaybackStarted(say, run.t()))
+
+
+def test_a_barge_in_is_reported_over_playback_and_ducks_the_reply_until_the_user_stops() -> None:
+    run = Run(rules=Rules(duck_db=-12.0))
+    speaking(run)
+    acts = run.feed(SpeechStarted("u1", run.t(), over_playback=True))
+    assert run.published(acts)[0] == ("speech_started", {"utterance": "u1", "over_playback": True})
+    assert ducking(acts) == [DuckSpeech(-12.0)]
+    assert any(isinstance(a, Note) and "Barge-in" in a.message for a in acts)
+    assert Notice() in acts and ShowFace(FaceState.LISTENING) in acts  # the face listens
+    assert display_of(run.state) is FaceState.LISTENING and run.state.phase.value == "speaking"
+    assert not any(isinstance(a, StopSpeaking) for a in acts)  # the device never stops it itself
+    acts = run.feed(SpeechEnded("u1", 900, run.t(), end="turn_complete"))
+    assert ducking(acts) == [UnduckSpeech()]
+    assert ShowFace(FaceState.SPEAKING) in acts  # the reply goes on
+    acts = run.feed(Transcribed("u1", "Actually, stop.", 0.8, "en", 900, 120, run.t()))
+    assert ducking(acts) == [] and not any(isinstance(a, StopSpeaking) for a in acts)
+    assert run.types(acts) == ["transcript"]
+    assert run.state.reply("r1") is not None  # still playing: stopping is the agent's decision
+    acts = run.cmd(StopCommand(id="s1"))
+    assert StopSpeaking() in acts
+
+
+def test_speech_not_over_a_reply_neither_ducks_nor_says_over_playback() -> None:
+    run = Run()
+    run.wake()
+    acts = run.feed(SpeechStarted("u1", run.t()))
+    assert run.published(acts)[0] == ("speech_started", {"utterance": "u1", "over_playback": False})
+    assert ducking(acts) == []
+    assert ducking(run.feed(SpeechEnded("u1", 900, run.t()))) == []
+
+
+def test_ducking_ends_however_the_barge_in_ends() -> None:
+    run = Run()
+    speaking(run)
+    run.feed(SpeechStarted("u1", run.t(), over_playback=True))
+    assert ducking(run.feed(UtteranceFailed("u1", "interrupted", "microphone lost", run.t()))) == [
+        UnduckSpeech()
+    ]
+    run.feed(SpeechStarted("u2", run.t(), over_playback=True))
+    # A new utterance that does not start over the reply ends the barge-in's ducking.
+    assert ducking(run.feed(SpeechStarted("u3", run.t()))) == [UnduckSpeech()]
+    run.feed(SpeechStarted("u4", run.t(), over_playback=True))
+    # The reply ending while the user still speaks keeps the ducking (the next reply too).
+    assert ducking(run.feed(PlaybackFinished("r1", False, run.t()))) == []
+    assert ducking(run.feed(SpeechEnded("u4", 500, run.t()))) == [UnduckSpeech()]
+
+
+def test_a_duck_level_of_zero_never_ducks() -> None:
+    run = Run(rules=Rules(duck_db=0.0))
+    speaking(run)
+    acts = run.feed(SpeechStarted("u1", run.t(), over_playback=True))
+    assert run.published(acts)[0][1]["over_playback"] is True
+    assert ducking(acts + run.feed(SpeechEnded("u1", 500, run.t()))) == []
+
+
+def test_the_status_says_the_duplex_mode_and_why_it_is_half() -> None:
+    run = Run()
+    assert status_fields(run.state)["duplex"] == "half"
+    assert "duplex_reason" not in status_fields(run.state)  # echo cancellation off: nothing said
+    run.feed(DuplexChanged("half", "the echo canceller is converging", run.t()))
+    assert status_fields(run.state)["duplex_reason"] == "the echo canceller is converging"
+    acts = run.feed(DuplexChanged("full", "", run.t()))
+    fields = status_fields(run.state)
+    assert fields["duplex"] == "full" and "duplex_reason" not in fields
+    assert any(isinstance(a, Note) and a.level == "info" for a in acts)
+    acts = run.feed(DuplexChanged("half", "the speaker's reference stopped", run.t()))
+    assert status_fields(run.state)["duplex"] == "half"
+    # A fall back from full is a warning in the log, with its reason; no event to the agent.
+    notes = [a for a in acts if isinstance(a, Note)]
+    assert notes and notes[0].level == "warning" and "reference stopped" in notes[0].message
+    assert not any(isinstance(a, Publish) for a in acts)
+    status = StatusMessage(online=True, boot=1, **status_fields(run.state))
+    assert status.to_json()["duplex_reason"] == "the speaker's reference stopped"

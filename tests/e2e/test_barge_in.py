@@ -1,0 +1,132 @@
+"""Full duplex end to end: the real daemon in the simulated room (its microphone hears its own speaker
+through ``sim_room``) with WebRTC's canceller, over the real broker, with real Whisper and Piper.
+
+The conformance scenarios ``barge_in`` and ``no_false_barge_in`` run against it; then the reply's
+WAV (what the sink rendered) shows it was ducked while the user spoke over it and came back after.
+"""
+
+from __future__ import annotations
+
+import uuid
+import wave
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from agent_link.harness.client import AgentHarness
+from agent_link.harness.runner import voice_speaker
+from agent_link.harness.scenario import ScenarioContext, run_scenario, summary
+from agent_link.harness.scenarios import select
+from agent_link.harness.user_voice import UserVoice
+from tests.broker import Mosquitto
+from tests.e2e.daemon import DeviceDaemon
+
+FRAME_S = 0.02
+
+
+@pytest.fixture(scope="module")
+def daemon(e2e_broker: Mosquitto, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DeviceDaemon]:
+    """The real daemon in simulation, hearing itself through the simulated room, echo cancelled."""
+    device = DeviceDaemon(
+        e2e_broker.url,
+        f"e2e-{uuid.uuid4().hex[:8]}",
+        tmp_path_factory.mktemp("device"),
+        settings=(
+            "sim_room.enabled=true",
+            "hearing.echo_cancellation=webrtc",
+            "device.sim_speaker=wav",
+        ),
+    )
+    device.start()
+    try:
+        yield device
+    finally:
+        code = device.stop()
+        print(f"daemon exit code {code}; log tail:\n{device.log(40)}")
+
+
+def _context(harness: AgentHarness, voice: UserVoice, lines: list[str]) -> ScenarioContext:
+    return ScenarioContext(
+        harness=harness, say_to_device=voice_speaker(harness, voice), timeout=25.0, log=lines.append
+    )
+
+
+def _levels_db(path: str) -> tuple[np.ndarray, int]:
+    """20 ms frame levels (dBFS) of a 16-bit mono WAV, and its rate."""
+    with wave.open(path, "rb") as w:
+        rate = w.getframerate()
+        samples = np.frombuffer(w.readframes(w.getnframes()), dtype="<i2").astype(np.float64) / 32768.0
+    n = int(rate * FRAME_S)
+    frames = samples[: len(samples) // n * n].reshape(-1, n)
+    return 10 * np.log10(np.mean(frames**2, axis=1) + 1e-12), rate
+
+
+def _loud(levels: np.ndarray, start_s: float, end_s: float) -> float:
+    """The level of the reply's speech in the span (the median of its frames above -60 dBFS:
+    pauses between sentences do not count), in dB."""
+    span = levels[int(start_s / FRAME_S) : int(end_s / FRAME_S)]
+    active = span[span > -60.0]
+    assert len(active) >= 10, (
+        f"the reply barely sounds in {start_s:.2f}..{end_s:.2f} s ({len(active)} frames)"
+    )
+    return float(np.median(active))
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_barge_in_over_a_long_reply_is_heard_and_ducks_it(
+    harness: AgentHarness, daemon: DeviceDaemon, user_voice: UserVoice
+) -> None:
+    lines: list[str] = []
+    start = len(harness.events)
+    result = await run_scenario(select(["barge_in"])[0], _context(harness, user_voice, lines))
+    report = "\n".join(lines) + "\n" + summary([result])
+    assert result.ok, f"{report}\ndaemon log:\n{daemon.log(80)}"
+    assert not any("skipped" in line for line in lines), report
+    events = harness.since(start)
+    attempts = [line for line in lines if "attempt " in line]
+    print("\n".join(attempts))
+    heard = {e.utterance: e for e in events if e.type == "transcript"}
+    barge_ins = [e for e in events if e.type == "speech_started" and e.over_playback]
+    # The attempt that was understood is the last (an earlier one was ducked too).
+    started = [e for e in barge_ins if e.utterance in heard][-1]
+    ended = next(e for e in events if e.type == "speech_ended" and e.utterance == started.utterance)
+    transcript = heard[started.utterance]
+    reply = next(e for e in events if e.type == "playback_started" and e.say.startswith("activity"))
+    finished = next(e for e in events if e.type == "playback_finished" and e.say == reply.say)
+    assert finished.interrupted and finished.ts > transcript.ts
+    levels, _ = _levels_db(str(daemon.state_dir / "speech" / f"{reply.say}.wav"))
+    onset = started.ts - reply.ts
+    # The utterance's end is reported (and the ducking ends) after the end-of-turn pause, once the
+    # end-of-turn model judged it: about when the decode of its transcript began.
+    end = max(ended.ts, transcript.ts - transcript.decode_ms / 1000) - reply.ts
+    back, stop = transcript.ts - reply.ts + 0.5, finished.ts - reply.ts - 0.1
+    first = barge_ins[0].ts - reply.ts
+    before = _loud(levels, first - 4.0, first)
+    # Ducked from when the start was reported (the stricter start: within ~0.5 s of the onset).
+    ducked = _loud(levels, onset + 0.6, max(end, onset + 1.2))
+    after = _loud(levels, back, stop)
+    print(f"reply level before {before:.1f} dB, while the user spoke {ducked:.1f} dB, after {after:.1f} dB")
+    assert before - ducked >= 6.0, f"not ducked: {before:.1f} dB before, {ducked:.1f} dB over the user"
+    assert after - ducked >= 6.0 and after >= before - 4.0, (
+        f"not back to full volume: {before:.1f} dB before, {ducked:.1f} ducked, {after:.1f} after"
+    )
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_twenty_replies_with_nobody_speaking_start_no_utterance(
+    harness: AgentHarness, daemon: DeviceDaemon, user_voice: UserVoice
+) -> None:
+    lines: list[str] = []
+    start = len(harness.events)
+    result = await run_scenario(select(["no_false_barge_in"])[0], _context(harness, user_voice, lines))
+    report = "\n".join(lines) + "\n" + summary([result])
+    assert result.ok, f"{report}\ndaemon log:\n{daemon.log(80)}"
+    assert not any("skipped" in line for line in lines), report
+    # The check means something only if the device listened while it spoke: most replies must have
+    # started in full duplex (a timing jump on a loaded machine makes it re-converge for a while).
+    changes = [(s.ts or 0.0, s.duplex) for s in harness.statuses]
+    starts = [e.ts for e in harness.since(start) if e.type == "playback_started" and "quiet" in e.say]
+    full = sum(1 for t in starts if [d for ts, d in changes if ts <= t][-1:] == ["full"])
+    assert len(starts) == 20 and full >= 12, f"only {full} of {len(starts)} replies started in full duplex"
+    print(f"{full} of 20 replies started in full duplex")
