@@ -37,9 +37,10 @@ FULL_WAIT_S = 20.0
 """How long a reply may play before the status must say ``duplex: full`` (convergence), in s."""
 
 
-ATTEMPTS = 2
+ATTEMPTS = 3
 """Times the user says the barge-in over one reply before the step fails (people repeat what was
-not understood: WebRTC's suppressor can take the start of a word said as the reply is ducked)."""
+not understood: WebRTC's suppressor can take the start of a word said as the reply is ducked; the
+first attempt is misheard in about half the runs here, a later one has not been so far)."""
 
 
 def _heard(closing: Any) -> str:
@@ -125,7 +126,7 @@ async def barge_in(run: ScenarioRun) -> None:
             return
     async with run.step(
         f"'{BARGE_IN}' over the reply → speech_started(over_playback=true), a transcript (≥ 0.4) "
-        "of those words (the user says it again once if it was not understood)"
+        "of those words (the user says it again, up to twice, if it was not understood)"
     ):
         for attempt in range(1, ATTEMPTS + 1):
             mark = h.mark()  # what an earlier attempt left (a sentence cut in two) is not this one
