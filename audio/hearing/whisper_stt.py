@@ -55,6 +55,10 @@ from audio.hearing.whisper_decode import Decode, DecodeContext, confidence_featu
 
 _LOGGER = logging.getLogger(__name__)
 
+PREPARE_DELAY_S = 0.5
+"""How long after the microphone opens the cross-check's sessions start opening, in seconds (the
+wake-up animation runs 1.2 s; no utterance can end this soon after a tap)."""
+
 FULL_WINDOW_FRAMES = 3000
 """Whisper's 30 s encoder window in mel frames (10 ms each)."""
 SECOND_OPINION_MAX_WORDS = 3
@@ -170,7 +174,14 @@ class WhisperTranscriber:
         """The microphone opened: the cross-check's sessions (opened lazily, see ``MoonshineRecogniser``)
         open now on its own thread, so the first utterance rarely waits for them; returns at once."""
         if self._cross is not None and not self._cross.loaded:
-            self._voice_pool.submit(self._cross.prepare)
+            self._voice_pool.submit(self._prepare_cross_check)
+
+    def _prepare_cross_check(self) -> None:
+        # After the wake's own work (its event out, the microphone open): opening the sessions holds
+        # the GIL in stretches, and started at once it put ~40 ms on tap → wake (bench control).
+        time.sleep(PREPARE_DELAY_S)
+        if self._cross is not None:
+            self._cross.prepare()
 
     def rest(self) -> None:
         """The microphone closed (asleep: nothing is heard): the cross-check's sessions close, after
