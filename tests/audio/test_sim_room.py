@@ -155,6 +155,30 @@ def test_streaming_convolution_matches_numpy() -> None:
     assert np.allclose(y, np.convolve(x, ir)[: len(x)], atol=1e-5)
 
 
+def test_streaming_convolution_of_silence_after_the_tail_skips_the_fft_and_still_matches() -> None:
+    """Sound, then silence longer than the impulse response, then sound: the same as numpy's, and the
+    silent blocks once the tail has died out take the shortcut (no FFT)."""
+    ir = _noise(0.05, seed=6)
+    x = np.concatenate([_noise(0.2, seed=5), np.zeros(len(ir) * 6, dtype=np.float32), _noise(0.2, seed=7)])
+    conv = StreamingConvolver(ir)
+    ffts = 0
+    real_rfft = np.fft.rfft
+
+    def counted(a: np.ndarray, n: int | None = None) -> np.ndarray:
+        nonlocal ffts
+        ffts += 1
+        return real_rfft(a, n)
+
+    blocks = range(0, len(x), 333)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(np.fft, "rfft", counted)
+        y = np.concatenate([conv.process(x[i : i + 333]) for i in blocks])
+    assert np.allclose(y, np.convolve(x, ir)[: len(x)], atol=1e-5)
+    silent_after_tail = sum(1 for i in blocks if i >= 3200 + len(ir) + 333 and i + 333 <= 3200 + 6 * len(ir))
+    assert silent_after_tail >= 3
+    assert ffts <= len(blocks) + 1 - silent_after_tail  # one spectrum of the IR, one per sounding block
+
+
 def test_room_echo_lays_the_echo_on_the_play_time_line() -> None:
     """Rendered at 22.05 kHz from t=1000 s on: the echo of an impulse played at t is heard at t + 40 ms."""
     room = RoomEcho(DRY, RATE)
