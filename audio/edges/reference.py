@@ -107,6 +107,14 @@ class TimedBuffer:
             self._samples = self._samples[extra:]
             self._start += extra / self.rate
 
+    def held(self, n: int, start_time: float) -> int:
+        """How many of the ``n`` samples from ``start_time`` on are held (the rest ``take`` fills
+        with zeros)."""
+        if self._start is None or n <= 0:
+            return 0
+        index = round((start_time - self._start) * self.rate)
+        return max(0, min(len(self._samples), index + n) - max(0, index))
+
     def take(self, n: int, start_time: float) -> FloatArray:
         """The ``n`` samples from ``start_time`` on (zeros outside what is held)."""
         out = np.zeros(n, dtype=np.float32)

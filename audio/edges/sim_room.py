@@ -16,6 +16,7 @@ of the span it is capturing (``take``) and mixes it with what ``sim/audio`` feed
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -26,6 +27,8 @@ import numpy as np
 from audio.edges.reference import ReferenceQueue, TimedBuffer
 from audio.edges.wav import FloatArray
 from audio.settings_checks import Check, raise_first_failed
+
+_LOGGER = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -251,5 +254,12 @@ class RoomEcho:
             if end is not None and start_time + n / self.mic_rate > end and self._room is not None:
                 # Asked for an echo not rendered yet (the sink's clock thread ran late): a room never
                 # misses its echo, so count it (the microphone's latency must cover the sink's lag).
+                before = self.late_samples // self.mic_rate
                 self.late_samples += min(n, round((start_time + n / self.mic_rate - end) * self.mic_rate))
+                if self.late_samples // self.mic_rate > before:
+                    _LOGGER.warning(
+                        "Simulated room: the speaker was late for %.1f s of captured audio in all "
+                        "(its echo is missing there)",
+                        self.late_samples / self.mic_rate,
+                    )
             return self._echo.take(n, start_time)

@@ -31,6 +31,7 @@ import logging
 import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -40,6 +41,7 @@ import numpy as np
 from audio.edges.capture import AudioCallback, DeviceListSource, LostCallback, TimedAudioCallback
 from audio.edges.reference import ReferenceQueue, SampleClock, TimedBuffer
 from audio.edges.wav import FloatArray
+from audio.hearing.vad import frame_level_db
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -61,6 +63,23 @@ re-anchored: the echo path moved for the canceller) before it is trusted again (
 in the simulated room on a loaded machine: the ERLE fell to 1-12 dB for about two seconds after one)."""
 FAR_ACTIVE_DB = -50.0
 """The reference counts as playing above this level (dBFS)."""
+HEALTH_FRAMES = 1000
+"""10 ms frames of the speaker playing (the microphone hearing it, nobody speaking) over which
+the canceller's removal is judged (10 s)."""
+HEALTH_MIN_FRAMES = 300
+"""Frames needed before it is judged at all (3 s)."""
+HEALTH_MIN_DB = 3.0
+"""A converged canceller whose median frame removes less than this much of the echo is not
+cancelling (dB): its reference is not what the speaker plays, or misaligned beyond what it
+follows (measured with ``bench duplex``'s replies: working 65 dB, limited to 6 dB 6.0, without
+the reference 0.3, the reference 1 s late or early 0.7-1.9). A weak canceller above it stays full
+duplex behind the residual-echo gate."""
+HEARD_DB = -60.0
+"""A microphone frame below this level has no echo worth judging the canceller on (dBFS)."""
+UNCOVERED_S = 0.5
+"""Microphone audio in a row (s) whose far end the reference does not hold before that is a fault."""
+REPORT_FRAMES = 3000
+"""10 ms frames of the speaker playing between two log lines of what the canceller removed (30 s)."""
 
 
 class FrontEndUnavailable(RuntimeError):
@@ -156,6 +175,15 @@ class FrontEnd:
         """Frames of the speaker playing since the last timing jump."""
         self.last_far = np.zeros(0, dtype=np.float32)
         """The reference frames fed for the latest ``process`` call (the residual-echo check)."""
+        self._uncovered = 0
+        """Microphone samples in a row whose far end the reference timeline did not hold."""
+        self._uncovered_by_ms = 0.0
+        """How far past the timeline's end the latest such sample was captured (ms)."""
+        self._health: deque[float] = deque(maxlen=HEALTH_FRAMES)
+        """What the converged canceller removed (dB) per recent frame of echo alone."""
+        self._removed: list[float] = []
+        """Per 10 ms frame of the speaker playing since the last report: microphone level minus
+        cleaned level (dB)."""
         self.last_mic = np.zeros(0, dtype=np.float32)
         """The microphone frames of the latest ``process`` call, before cleaning."""
 
@@ -178,8 +206,10 @@ class FrontEnd:
                 self._resync_times.append(block.play_time)
                 self._jumped("the speaker's play times", block.play_time - (expected or 0.0))
 
-    def process(self, block: FloatArray, capture_time: float) -> FloatArray:
-        """Clean ``block`` (16 kHz mono) whose first sample was captured at ``capture_time``."""
+    def process(self, block: FloatArray, capture_time: float, near_speech: bool = False) -> FloatArray:
+        """Clean ``block`` (16 kHz mono) whose first sample was captured at ``capture_time``;
+        ``near_speech``: the user is speaking (the listener has an utterance open), so this block
+        does not count in judging how much echo the canceller removes."""
         self._absorb_reference()
         jumps, expected = self._capture_clock.resyncs, self._capture_clock.next_time
         stamped = self._capture_clock.stamp(len(block), capture_time)
@@ -195,6 +225,7 @@ class FrontEnd:
         start = self._pending_time
         self._pending_time = start + whole / RATE
         far = self._timeline.take(whole, start)
+        self._follow_coverage(whole, start)
         out = np.empty(whole, dtype=np.float32)
         t0 = time.thread_time()
         for i in range(0, whole, FRAME):
@@ -205,12 +236,46 @@ class FrontEnd:
             if float(np.mean(np.square(far[i : i + FRAME]))) > 10 ** (FAR_ACTIVE_DB / 10):
                 self.stats.far_active_frames += 1
                 self._since_jump += 1
+                heard = frame_level_db(mic[i : i + FRAME])
+                removed = heard - frame_level_db(out[i : i + FRAME])
+                self._removed.append(removed)
+                if heard > HEARD_DB and not near_speech and self.converged:
+                    self._health.append(removed)
+        if len(self._removed) >= REPORT_FRAMES:
+            self._report_removed()
         self.last_far, self.last_mic = far, mic
         return out
+
+    def _follow_coverage(self, n: int, start: float) -> None:
+        """Count microphone samples whose far end the reference timeline does not hold while the
+        speaker renders (its echo would pass uncancelled and unguarded: the clocks disagree)."""
+        if self.reference.last_time == 0.0:
+            return
+        held = self._timeline.held(n, start)
+        if held == n:
+            self._uncovered = 0
+            return
+        self._uncovered += n - held
+        end = self._timeline.end_time
+        self._uncovered_by_ms = 1000.0 * (start - end) if end is not None else 0.0
+
+    def _report_removed(self) -> None:
+        """Log how much of the microphone the canceller removed while the speaker played (the
+        median frame is echo alone unless the user talked over most of it; the low decile shows
+        the worst: the user's speech, or echo it let through)."""
+        removed = np.asarray(self._removed)
+        self._removed = []
+        _LOGGER.info(
+            "echo cancellation: %.0f s of playback, removed %.1f dB (median frame; low decile %.1f dB)",
+            len(removed) / 100,
+            float(np.median(removed)),
+            float(np.percentile(removed, 10)),
+        )
 
     def _jumped(self, what: str, by_s: float) -> None:
         """A timing jump: the echo path moved for the canceller; it must re-converge."""
         self._since_jump = 0
+        self._health.clear()
         _LOGGER.info("echo cancellation: %s jumped by %+.0f ms; re-converging", what, 1000 * by_s)
 
     @property
@@ -218,6 +283,14 @@ class FrontEnd:
         """Whether the canceller has heard the speaker long enough to be trusted: ``CONVERGE_FRAMES``
         in all, and ``RECONVERGE_FRAMES`` since the last timing jump."""
         return self.stats.far_active_frames >= CONVERGE_FRAMES and self._since_jump >= RECONVERGE_FRAMES
+
+    @property
+    def removal_db(self) -> float | None:
+        """How much of the echo the converged canceller removes: the median frame of the last
+        ``HEALTH_FRAMES`` of echo alone, in dB (None until ``HEALTH_MIN_FRAMES`` were heard)."""
+        if len(self._health) < HEALTH_MIN_FRAMES:
+            return None
+        return float(np.median(np.fromiter(self._health, dtype=np.float64)))
 
     @property
     def timing_jumps(self) -> int:
@@ -235,6 +308,17 @@ class FrontEnd:
             return "no reference from the speaker" if self.stats.frames > 500 else None
         if now - last > REFERENCE_STALL_S + 1.0:  # play times run up to ~1 s ahead of now
             return "the speaker's reference stopped (the speaker vanished or stalled)"
+        if self._uncovered >= UNCOVERED_S * RATE:
+            return (
+                "the speaker's reference does not reach the microphone's capture times "
+                f"(the microphone is {self._uncovered_by_ms:+.0f} ms past it)"
+            )
+        removal = self.removal_db
+        if removal is not None and removal < HEALTH_MIN_DB:
+            return (
+                f"the echo canceller removes only {removal:.1f} dB of the speaker's echo (median of "
+                f"the last {len(self._health) / 100:.0f} s of playback): its reference does not match"
+            )
         self._resync_times = [t for t in self._resync_times if now - t < 60.0]
         if len(self._resync_times) > MAX_RESYNCS:
             return f"the speaker's timing jumped more than {MAX_RESYNCS} times in a minute"
@@ -308,6 +392,9 @@ class FrontEndSource:
         self._thread: threading.Thread | None = None
         self._resampler: Any = None
         self.fault_reason: str | None = None
+        self.near_speech = False
+        """Set by the listener while it hears the user (an utterance open): those blocks do not
+        count in judging the canceller."""
         self.dropped_blocks = 0
         self._next_check = 0.0
 
@@ -374,7 +461,7 @@ class FrontEndSource:
                 block = self._resampler.resample_chunk(block)
             try:
                 jumps = self.front.timing_jumps
-                cleaned = self.front.process(block, capture_time)
+                cleaned = self.front.process(block, capture_time, self.near_speech)
                 if self.gate is not None and self.front.timing_jumps != jumps:
                     self.gate.guard.reset()  # the canceller re-adapts: its ERLE is not known
                 if self.gate is not None:

@@ -117,6 +117,14 @@ NOT_CONVERGED = "the echo canceller has not heard enough of the speaker yet (con
 
 
 @runtime_checkable
+class NearSpeechAware(Protocol):
+    """A source told while the user speaks (``audio.hearing.front_end.FrontEndSource``: those blocks
+    do not count in judging its canceller)."""
+
+    near_speech: bool
+
+
+@runtime_checkable
 class DuplexSource(Protocol):
     """A source that can be listened to while the device speaks once ``duplex`` is "full"."""
 
@@ -470,6 +478,8 @@ class Listener:
         ):
             self._drop_spec()  # the user went on speaking after the pause
         self._handle(events)
+        if isinstance(self._source, NearSpeechAware):
+            self._source.near_speech = self._utterance is not None
 
     def _update_duplex(self) -> None:
         """Follow the source's duplex mode; emit each change (and the first mode known) -- not with

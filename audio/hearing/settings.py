@@ -216,6 +216,13 @@ class HearingSettings:
     """Level of a reply while the user speaks over it, in dB relative to its volume; 0 = no ducking
     (default -12.0)."""
 
+    duck_hold_ms: int = 1000
+    """How long the reply stays ducked after a barge-in utterance ends, in ms: people go on after
+    a short pause ("Actually, ... stop.": the end-of-turn model may close the utterance at the
+    comma), and the agent needs a moment to react; the next barge-in within the hold keeps the
+    duck, a reply stopped or the device asleep ends it (default 1000; 0 = back to full volume when
+    the utterance ends)."""
+
     def validate(self) -> None:
         """Raise ValueError naming the key ("hearing.block_ms: ...") for a value that cannot work;
         ``device.config`` calls it when it loads the configuration."""
@@ -286,5 +293,6 @@ class HearingSettings:
             ("echo_delay_ms", 0 <= self.echo_delay_ms <= 500, "must be in 0..500"),
             ("barge_in_speech_ms", 30 <= self.barge_in_speech_ms <= 2000, "must be in 30..2000"),
             ("duck_db", -60.0 <= self.duck_db <= 0.0, "must be in -60..0 (0 = no ducking)"),
+            ("duck_hold_ms", 0 <= self.duck_hold_ms <= 10000, "must be in 0..10000 (0 = no hold)"),
         )
         raise_first_failed("hearing", self, checks)

@@ -25,6 +25,8 @@ from face.state import FaceState
 
 WAKING_TIMER = "waking"
 """The timer that ends the wake-up animation."""
+DUCK_HOLD_TIMER = "duck-hold"
+"""The timer that ends the duck's hold after a barge-in utterance."""
 
 
 # ---- the sleep hold ------------------------------------------------------------------------------------
@@ -56,9 +58,32 @@ def hold_changes(before: DeviceState, after: DeviceState) -> list[Action]:
 
 
 # ---- ducking (full duplex) ------------------------------------------------------------------------
-def ducked(state: DeviceState) -> bool:
-    """Whether the replies play ducked: the user is speaking an utterance they began over a reply."""
+def speech_ducked(state: DeviceState) -> bool:
+    """Whether the user is speaking an utterance they began over a reply."""
     return state.awake and state.barge_in is not None and state.barge_in == state.hearing
+
+
+def ducked(state: DeviceState) -> bool:
+    """Whether the replies play ducked: the user speaks over a reply, or did a moment ago (the hold)."""
+    return speech_ducked(state) or (state.awake and state.duck_held)
+
+
+def duck_hold(
+    before: DeviceState, after: DeviceState, ts: float, hold_s: float, out: list[Action]
+) -> DeviceState:
+    """The hold after a barge-in utterance: it starts when the utterance ends (however it ends)
+    while the reply it was spoken over still plays, and lasts ``hold_s`` (its timer); it ends early
+    when the user barges in again (their speech ducks), when no reply plays any more (the agent
+    stopped it, or it ended: the next reply, the agent's answer, plays at full volume) and when the
+    device falls asleep."""
+    playing = any(r.playing for r in after.replies)
+    if after.duck_held and (speech_ducked(after) or not after.awake or not playing):
+        out.append(CancelTimer(DUCK_HOLD_TIMER))
+        return replace(after, duck_held=False)
+    if speech_ducked(before) and not speech_ducked(after) and after.awake and playing and hold_s > 0:
+        out.append(ScheduleTimer(DUCK_HOLD_TIMER, ts + hold_s))
+        return replace(after, duck_held=True)
+    return after
 
 
 def duck_changes(before: DeviceState, after: DeviceState, level_db: float) -> list[Action]:

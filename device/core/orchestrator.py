@@ -69,9 +69,11 @@ from device.core.actions import (
     StopSpeaking,
 )
 from device.core.derived import (
+    DUCK_HOLD_TIMER,
     WAKING_TIMER,
     display_of,
     duck_changes,
+    duck_hold,
     face_changes,
     hold_changes,
     hold_points,
@@ -132,6 +134,9 @@ class Rules:
     """``speaking.voice``: "" = the packaged voice."""
     duck_db: float = -12.0
     """Level of the replies while the user speaks over them, in dB (``hearing.duck_db``; 0 = none)."""
+    duck_hold_s: float = 1.0
+    """How long the replies stay ducked after the barge-in utterance ends, in seconds
+    (``hearing.duck_hold_ms``; 0 = none)."""
 
 
 def initial_state(settings: Settings) -> DeviceState:
@@ -156,6 +161,7 @@ def step(
     if new.awake:
         new = replace(new, phase=_awake_phase(new))
     actions.extend(hold_changes(state, new))
+    new = duck_hold(state, new, event.ts, rules.duck_hold_s, actions)
     actions.extend(duck_changes(state, new, rules.duck_db))
     new, face = face_changes(new, event.ts, rules.wake_duration_s)
     actions.extend(face)
@@ -659,6 +665,8 @@ def _on_storage(state: DeviceState, ev: StorageProblem, out: list[Action], rules
 def _on_timer(state: DeviceState, ev: TimerFired, out: list[Action], rules: Rules) -> DeviceState:
     if ev.name == THINKING_TIMER:
         return replace(state, thinking=False)
+    if ev.name == DUCK_HOLD_TIMER:
+        return replace(state, duck_held=False)
     if ev.name == WAKING_TIMER:
         state, shown = wake_animation_over(state)
         out.extend(shown)

@@ -119,6 +119,9 @@ class DeviceState:
     """The wake-up animation is playing: the awake state shows when it ends (its timer)."""
     barge_in: str | None = None
     """The utterance that started over a reply (full duplex): replies are ducked while it is spoken."""
+    duck_held: bool = False
+    """The barge-in utterance ended a moment ago: the replies stay ducked until its hold timer
+    (``hearing.duck_hold_ms``), the next barge-in, or the reply that was talked over ends."""
     duplex: Duplex = "half"
     """The listener's duplex mode (``status.duplex``): "full" = it hears the user over the replies."""
     duplex_reason: str = ""

@@ -38,6 +38,7 @@ from device.core.inputs import (
 )
 from device.core.orchestrator import Rules, boot_actions, initial_state, status_fields, step
 from device.core.state import DeviceState, Settings
+from device.machine import machine_summary
 from device.persistence import StateDir
 from device.shell.dispatch import Dispatch
 from device.shell.inbox import Inbox
@@ -73,6 +74,7 @@ class Runtime:
             voices=dict(config.speaking.voices),
             default_voice=config.speaking.voice,
             duck_db=config.hearing.duck_db,
+            duck_hold_s=config.hearing.duck_hold_ms / 1000.0,
         )
         self.state: DeviceState = initial_state(Settings())
         self.inbox = Inbox(control_first=self.control_first)
@@ -208,12 +210,13 @@ class Runtime:
         )
         self.state = initial_state(settings)
         _LOGGER.info(
-            "robot-face %s: device %s boot %d, state in %s%s",
+            "robot-face %s: device %s boot %d, state in %s%s; %s",
             __version__,
             cfg.device.id,
             self.boot,
             self.state_dir.root,
             " (simulation)" if cfg.device.simulate else "",
+            machine_summary(),
         )
 
     def _open_link(self) -> None:

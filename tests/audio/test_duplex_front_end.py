@@ -116,6 +116,48 @@ def test_a_stalled_or_jumping_reference_is_a_fault() -> None:
     assert "jumped" in (front.fault(117.0) or "")
 
 
+def test_a_converged_canceller_is_judged_by_the_echo_it_removes(reply: Reply) -> None:
+    """The mechanism behind "never transcribing its own voice" when the canceller fails silently:
+    with the reference of what plays it removes tens of dB and is trusted; fed a reference that is
+    not what the speaker plays (the same voice, another sentence: here the reply backwards) it
+    removes almost nothing, and that is a fault (half duplex) with its figure; while the user
+    speaks (``near_speech``) nothing is judged."""
+    far = np.concatenate([reply.audio] * 3)
+    echo = echo_of(far, reply.rate, SimRoomSettings())
+    _, front = cancel(far, reply.rate, echo, FrontEndOptions(echo_delay_ms=40))
+    assert front.converged and (front.removal_db or 0.0) > 20.0
+    assert front.fault(front.reference.last_time) is None
+    _, wrong = cancel(far[::-1].copy(), reply.rate, echo, FrontEndOptions(echo_delay_ms=40))
+    assert wrong.converged and wrong.removal_db is not None and wrong.removal_db < 3.0
+    assert "removes only" in (wrong.fault(wrong.reference.last_time) or "")
+    talking = FrontEnd(FrontEndOptions())
+    for k in range(0, len(far) * RATE // reply.rate - 480, 480):  # while the reply plays
+        talking.reference(far[k * reply.rate // RATE : (k + 480) * reply.rate // RATE], k / RATE, reply.rate)
+        talking.process(echo[k : k + 480], k / RATE, near_speech=True)
+    assert talking.converged and talking.removal_db is None
+
+
+def test_a_microphone_captured_past_the_reference_is_a_fault_until_they_meet_again() -> None:
+    """The clocks disagree (a misreported latency, a stalled sink): the far end of what the
+    microphone captures is not in the reference, so its echo would pass uncancelled and unguarded."""
+    front = FrontEnd(FrontEndOptions())
+    far = np.zeros(160, np.float32)
+    for k in range(350):  # 3.5 s of the speaker's reference, from t = 100 s
+        front.reference(far, 100.0 + k * 0.01, RATE)
+    block = np.zeros(480, dtype=np.float32)
+    for k in range(10):  # 0.3 s captured a second after the newest reference: not yet a fault
+        front.process(block, 104.5 + k * 0.03)
+    assert front.fault(104.8) is None
+    for k in range(10, 20):
+        front.process(block, 104.5 + k * 0.03)
+    reason = front.fault(104.9) or ""
+    assert "does not reach" in reason and "+1" in reason, reason  # about 1000 ms past it
+    for k in range(200):  # the reference catches up: the fault clears
+        front.reference(far, 103.5 + k * 0.01, RATE)
+    front.process(block, 105.1)
+    assert front.fault(105.2) is None
+
+
 def test_in_real_time_the_simulated_microphone_hears_the_speaker_and_the_front_end_cancels_it() -> None:
     """Sink → reference tap → simulated room → simulated microphone → front end (worker thread)."""
     rng = np.random.default_rng(0)

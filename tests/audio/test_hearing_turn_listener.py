@@ -208,27 +208,36 @@ async def test_stale_speculative_decodes_are_cancelled_and_the_whole_sentence_co
     hearing_transcriber: WhisperTranscriber, turn_model: SmartTurnModel, jfk: FloatArray
 ) -> None:
     """Two short pauses (0.25 s) inside the sentence, after "ask not" and after "for you": each asks
-    the model and starts a speculative decode that the words after it make stale 130 ms later, long
-    before such a decode is done. The Listener sets their tokens, so they stop at their next stage
-    (or never start) and give nothing; the decode of the turn's end is not cancelled, and the one
-    transcript holds the whole sentence."""
+    the model and starts a speculative decode that the words after it make stale 130 ms later. The
+    Listener sets their tokens, so they stop at their next stage (or never start) and give nothing;
+    the decode of the turn's end is not cancelled, and the transcripts hold the whole sentence.
+
+    Whether a verdict comes before the words resume is a race with the machine's speed (a fast
+    decode and a model sure of "Ask not." end the turn at the pause: the person stopped long enough
+    for the device to decide): so the mechanism is asserted, not the timing -- every pause
+    closes the utterance exactly when its ask said complete in time, and only then."""
     stt, model = Counting(hearing_transcriber), CountingModel(turn_model)
     sentence = with_pauses(jfk, [1.8, 4.98], 0.25)
     listener, rec = await listen(sentence, stt, model, fallback_ms=HearingSettings().turn_fallback_ms)
-    assert not rec.of(UtteranceFailed) and len(rec.of(SpeechStarted)) == 1
-    (done,) = rec.of(Transcribed)
-    assert isinstance(done, Transcribed)
-    text = done.text.lower()
-    assert "ask not" in text and "what your country" in text and "for your country" in text
     asks = list(listener.turn_asks)
+    assert not rec.of(UtteranceFailed), rec.events
+    done, ended = rec.of(Transcribed), rec.of(SpeechEnded)
+    # The sentence is cut only where the model called the turn complete in time.
+    complete = [a for a in asks if a.complete]
+    assert len(rec.of(SpeechStarted)) == len(ended) == len(done), rec.events
+    cut = [e for e in ended[:-1] if isinstance(e, SpeechEnded)]
+    assert all(e.end == "turn_complete" for e in cut) and len(complete) >= len(cut), (asks, rec.events)
+    text = " ".join(d.text.lower() for d in done if isinstance(d, Transcribed))
+    assert "ask not" in text and "what your country" in text and "for your country" in text, text
     stale = [a for a in asks if a.stale]
-    assert len(stale) >= 2, asks  # the two pauses inside the sentence
-    # Every speculative decode but one of the turn's end was told to stop, and at least one of the
+    assert len(stale) + len(cut) >= 2, asks  # each pause inside the sentence asked
+    # Every speculative decode but the turns' ends was told to stop, and at least one of the
     # stale ones really stopped early (cancelled at a stage, or never started).
     told = [t.is_set() for t in stt.tokens]
-    assert told.count(False) <= 1 and told.count(True) >= len(told) - 1
+    assert told.count(False) <= len(ended) and told.count(True) >= len(told) - len(ended)
     never_started = len(asks) - len(stt.tokens)
-    assert stt.cancelled or never_started > 0, (asks, stt.calls)
+    if stale:
+        assert stt.cancelled or never_started > 0, (asks, stt.calls)
 
 
 async def test_a_turn_ended_by_the_fallback_takes_its_speculative_decode_uncancelled(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from agent_link.protocol.messages import StatusMessage, StopCommand
 from audio.events import (
@@ -16,17 +17,20 @@ from audio.events import (
 )
 from device.core.actions import (
     Action,
+    CancelTimer,
     DuckSpeech,
     Note,
     Notice,
     Publish,
+    ScheduleTimer,
     ShowFace,
     StopSpeaking,
     UnduckSpeech,
 )
-from device.core.derived import WAKING_TIMER
+from device.core.derived import DUCK_HOLD_TIMER, WAKING_TIMER, duck_hold
 from device.core.inputs import TimerFired
 from device.core.orchestrator import Rules, display_of, status_fields
+from device.core.state import Phase
 from face.state import FaceState
 from tests.device.test_orchestrator import Run
 
@@ -52,28 +56,58 @@ def test_a_barge_in_is_reported_over_playback_and_ducks_the_reply_until_the_user
     assert Notice() in acts and ShowFace(FaceState.LISTENING) in acts  # the face listens
     assert display_of(run.state) is FaceState.LISTENING and run.state.phase.value == "speaking"
     assert not any(isinstance(a, StopSpeaking) for a in acts)  # the device never stops it itself
-    acts = run.feed(SpeechEnded("u1", 900, run.t(), end="turn_complete"))
-    assert ducking(acts) == [UnduckSpeech()]
-    assert ShowFace(FaceState.SPEAKING) in acts  # the reply goes on
+    ended = run.t()
+    acts = run.feed(SpeechEnded("u1", 900, ended, end="turn_complete"))
+    # Still ducked for the hold (the user may go on after a pause, the agent needs a moment).
+    assert ducking(acts) == [] and ScheduleTimer(DUCK_HOLD_TIMER, ended + 1.0) in acts
     acts = run.feed(Transcribed("u1", "Actually, stop.", 0.8, "en", 900, 120, run.t()))
     assert ducking(acts) == [] and not any(isinstance(a, StopSpeaking) for a in acts)
     assert run.types(acts) == ["transcript"]
+    acts = run.feed(TimerFired(DUCK_HOLD_TIMER, run.t()))
+    assert ducking(acts) == [UnduckSpeech()]
+    assert ShowFace(FaceState.SPEAKING) in acts  # the reply goes on, at full volume
     assert run.state.reply("r1") is not None  # still playing: stopping is the agent's decision
     acts = run.cmd(StopCommand(id="s1"))
     assert StopSpeaking() in acts
 
 
-def test_speech_not_over_a_reply_neither_ducks_nor_says_over_playback() -> None:
+def test_the_duck_holds_over_a_sentence_cut_in_two_and_ends_with_the_reply() -> None:
+    """ "Actually," -- the end-of-turn model closes the utterance at the comma -- "stop.": the
+    second barge-in comes within the hold, so the reply is not lifted in between."""
+    run = Run(rules=Rules(duck_db=-12.0, duck_hold_s=1.0))
+    speaking(run)
+    assert ducking(run.feed(SpeechStarted("u1", run.t(), over_playback=True))) == [DuckSpeech(-12.0)]
+    assert ducking(run.feed(SpeechEnded("u1", 500, run.t(), end="turn_complete"))) == []
+    acts = run.feed(SpeechStarted("u2", run.t(), over_playback=True))
+    assert ducking(acts) == [] and CancelTimer(DUCK_HOLD_TIMER) in acts
+    assert ducking(run.feed(SpeechEnded("u2", 400, run.t(), end="turn_complete"))) == []
+    # The hold's timer of the first utterance fires late: the second one's hold still runs.
+    assert ducking(run.feed(Transcribed("u1", "Actually.", 0.8, "en", 500, 90, run.t()))) == []
+    run.cmd(StopCommand(id="s1"))
+    # The reply that was talked over ends: nothing is left to duck, the hold ends with it.
+    acts = run.feed(PlaybackFinished("r1", True, run.t()))
+    assert ducking(acts) == [UnduckSpeech()] and CancelTimer(DUCK_HOLD_TIMER) in acts
+    assert not run.state.duck_held
+
+
+def test_the_agents_next_reply_plays_at_full_volume_and_asleep_nothing_is_held() -> None:
     run = Run()
-    run.wake()
-    acts = run.feed(SpeechStarted("u1", run.t()))
-    assert run.published(acts)[0] == ("speech_started", {"utterance": "u1", "over_playback": False})
-    assert ducking(acts) == []
-    assert ducking(run.feed(SpeechEnded("u1", 900, run.t()))) == []
+    speaking(run)
+    run.say("r2", "Okay, I will stop.")
+    run.feed(SpeechStarted("u1", run.t(), over_playback=True))
+    run.feed(SpeechEnded("u1", 500, run.t()))
+    assert run.state.duck_held and display_of(run.state) is FaceState.LISTENING
+    # r1 ends (the agent stopped it): the hold ends with it; r2, the agent's answer, is not ducked.
+    assert ducking(run.feed(PlaybackFinished("r1", True, run.t()))) == [UnduckSpeech()]
+    assert ducking(run.feed(PlaybackStarted("r2", run.t()))) == [] and not run.state.duck_held
+    held = replace(run.state, duck_held=True)
+    out: list[Action] = []
+    asleep = duck_hold(held, replace(held, phase=Phase.ASLEEP), run.t(), 1.0, out)
+    assert not asleep.duck_held and out == [CancelTimer(DUCK_HOLD_TIMER)]
 
 
 def test_ducking_ends_however_the_barge_in_ends() -> None:
-    run = Run()
+    run = Run(rules=Rules(duck_hold_s=0.0))
     speaking(run)
     run.feed(SpeechStarted("u1", run.t(), over_playback=True))
     assert ducking(run.feed(UtteranceFailed("u1", "interrupted", "microphone lost", run.t()))) == [

@@ -84,6 +84,16 @@ class DeviceDaemon:
                 raise AssertionError(f"daemon {self.device_id} never became ready:\n{self.log()}")
             time.sleep(0.1)
 
+    def diagnosis(self, *words: str) -> str:
+        """The boot line and every line of the daemon's output holding one of ``words`` (what a
+        failure's 80-line tail may have scrolled away)."""
+        try:
+            lines = self.log_path.read_text(errors="replace").splitlines()
+        except FileNotFoundError:
+            return "(no daemon log)"
+        boot = [line for line in lines if "boot " in line and "robot-face" in line][:1]
+        return "\n".join(boot + [line for line in lines if any(w in line for w in words)])
+
     def log(self, tail: int = 60) -> str:
         """The last ``tail`` lines of the daemon's output."""
         try:

@@ -19,10 +19,12 @@ from agent_link.harness.runner import voice_speaker
 from agent_link.harness.scenario import ScenarioContext, run_scenario, summary
 from agent_link.harness.scenarios import select
 from agent_link.harness.user_voice import UserVoice
+from audio.hearing.settings import HearingSettings
 from tests.broker import Mosquitto
 from tests.e2e.daemon import DeviceDaemon
 
 FRAME_S = 0.02
+DUCK_HOLD_S = HearingSettings().duck_hold_ms / 1000.0
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +46,12 @@ def daemon(e2e_broker: Mosquitto, tmp_path_factory: pytest.TempPathFactory) -> I
     finally:
         code = device.stop()
         print(f"daemon exit code {code}; log tail:\n{device.log(40)}")
+
+
+def _duplex_story(daemon: DeviceDaemon) -> str:
+    """What the daemon said of its echo canceller since it started."""
+    story = daemon.diagnosis("echo cancellation", "duplex", "Barge-in", "Simulated room")
+    return f"echo cancellation over the whole run:\n{story}"
 
 
 def _context(harness: AgentHarness, voice: UserVoice, lines: list[str]) -> ScenarioContext:
@@ -81,7 +89,7 @@ async def test_barge_in_over_a_long_reply_is_heard_and_ducks_it(
     start = len(harness.events)
     result = await run_scenario(select(["barge_in"])[0], _context(harness, user_voice, lines))
     report = "\n".join(lines) + "\n" + summary([result])
-    assert result.ok, f"{report}\ndaemon log:\n{daemon.log(80)}"
+    assert result.ok, f"{report}\ndaemon log:\n{daemon.log(80)}\n{_duplex_story(daemon)}"
     assert not any("skipped" in line for line in lines), report
     events = harness.since(start)
     attempts = [line for line in lines if "attempt " in line]
@@ -100,7 +108,9 @@ async def test_barge_in_over_a_long_reply_is_heard_and_ducks_it(
     # The utterance's end is reported (and the ducking ends) after the end-of-turn pause, once the
     # end-of-turn model judged it: about when the decode of its transcript began.
     end = max(ended.ts, transcript.ts - transcript.decode_ms / 1000) - reply.ts
-    back, stop = transcript.ts - reply.ts + 0.5, finished.ts - reply.ts - 0.1
+    # Back to full volume once the duck's hold after the utterance ran out (hearing.duck_hold_ms).
+    held = ended.ts + DUCK_HOLD_S
+    back, stop = max(transcript.ts + 0.5, held + 0.3) - reply.ts, finished.ts - reply.ts - 0.1
     first = barge_ins[0].ts - reply.ts
     before = _loud(levels, first - 4.0, first)
     # Ducked from when the start was reported (the stricter start: within ~0.5 s of the onset).
@@ -124,7 +134,7 @@ async def test_twenty_replies_with_nobody_speaking_start_no_utterance(
     start = len(harness.events)
     result = await run_scenario(select(["no_false_barge_in"])[0], _context(harness, user_voice, lines))
     report = "\n".join(lines) + "\n" + summary([result])
-    assert result.ok, f"{report}\ndaemon log:\n{daemon.log(80)}"
+    assert result.ok, f"{report}\ndaemon log:\n{daemon.log(80)}\n{_duplex_story(daemon)}"
     assert not any("skipped" in line for line in lines), report
     # The check means something only if the device listened while it spoke: most replies must have
     # started in full duplex (a timing jump on a loaded machine makes it re-converge for a while).

@@ -85,7 +85,11 @@ async def test_demo_conversation(harness: AgentHarness, user_voice: UserVoice, d
     lines: list[str] = []
     result = await run_demo(harness, voice=user_voice, log=lines.append)
     print("\n".join(lines))
-    assert result.ok, "\n".join(lines[-25:]) + f"\n--- daemon log ---\n{daemon.log(30)}"
+    assert result.ok, (
+        "\n".join(lines[-40:])
+        + f"\n--- daemon log ---\n{daemon.log(60)}\n--- the microphone over the whole run ---\n"
+        + daemon.diagnosis("echo", "duplex", "microphone", "Simulated", "speech_started", "utterance_failed")
+    )
     # every scripted line was played, plus a yes wherever a garbled title got "do you mean ...?"
     assert [t.line for t in result.turns if t.line not in (CONFIRM, AGAIN)] == list(SCRIPT)
     _assert_story(harness)

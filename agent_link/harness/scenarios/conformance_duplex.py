@@ -27,6 +27,8 @@ LONG_INSTRUCTION = (
 )
 """A reply long enough (about 40 s) to converge the canceller and then be talked over."""
 BARGE_IN = "Actually, stop."
+SAID = ("actually", "stop")
+"""The barge-in's words, as a transcript must hold them."""
 QUIET_REPLIES = (
     "That sounds like a lovely plan for the afternoon.",
     "I think the weather will be sunny and warm today.",
@@ -49,17 +51,22 @@ def _heard(closing: Any) -> str:
     return f"heard {closing.text!r} ({closing.confidence:.2f})"
 
 
-def _misheard(closing: Any) -> str | None:
-    """Why ``closing`` is not a transcript (≥ 0.4) of the barge-in's words, or None."""
-    if closing.type != "transcript":
-        return f"{closing.type} {getattr(closing, 'reason', '')}"
-    heard = re.findall(r"[a-z]+", closing.text.lower())
+def _misheard(closings: list[Any]) -> str | None:
+    """Why ``closings`` (the utterances of one attempt, in order: the end-of-turn model may close
+    the sentence at its comma) are not transcripts (>= 0.4) of the barge-in's words, or None."""
+    heard: list[str] = []
+    for closing in closings:
+        if closing.type != "transcript":
+            return f"{closing.type} {getattr(closing, 'reason', '')}"
+        words = re.findall(r"[a-z]+", closing.text.lower())
+        if closing.confidence < 0.4 and any(w.startswith(s) for w in words for s in SAID):
+            return f"confidence {closing.confidence:.2f} for {closing.text!r}"
+        heard += words
     # Each word said, or a form of it ("stopped": the reply's echo can blur a word's end).
-    missing = [w for w in ("actually", "stop") if not any(h.startswith(w) for h in heard)]
+    missing = [w for w in SAID if not any(h.startswith(w) for h in heard)]
     if missing:
-        return f"heard {closing.text!r} (no {', '.join(missing)})"
-    if closing.confidence < 0.4:
-        return f"confidence {closing.confidence:.2f} for {closing.text!r}"
+        texts = " | ".join(repr(c.text) for c in closings)
+        return f"heard {texts} (no {', '.join(missing)})"
     return None
 
 
@@ -77,6 +84,15 @@ async def _all_closed(run: ScenarioRun, since: int) -> None:
             break
         await asyncio.sleep(0.1)
     await asyncio.sleep(0.5)
+
+
+def _attempt_closings(run: ScenarioRun, since: int) -> list[Any]:
+    """The closings (transcript or utterance_failed) of the barge-in utterances opened since event
+    ``since``, in the order they were opened."""
+    events = run.h.since(since)
+    opened = [e.utterance for e in events if e.type == "speech_started" and e.over_playback]
+    closing = {e.utterance: e for e in events if e.type in ("transcript", "utterance_failed")}
+    return [closing[u] for u in opened if u in closing]
 
 
 def _closes(utterance: str) -> Any:
@@ -129,18 +145,20 @@ async def barge_in(run: ScenarioRun) -> None:
         "of those words (the user says it again, up to twice, if it was not understood)"
     ):
         for attempt in range(1, ATTEMPTS + 1):
-            mark = h.mark()  # what an earlier attempt left (a sentence cut in two) is not this one
+            mark = h.mark()  # what an earlier attempt left is not this one
             await run.ctx.say_to_device(BARGE_IN)
             started = await h.wait_for("speech_started", t, over_playback=True)
-            closing = await h.wait_for(_closes(started.utterance), 2 * t)
-            problem = _misheard(closing)
-            run.note(f"attempt {attempt}: {_heard(closing)}" + (f": {problem}" if problem else ""))
+            await h.wait_for(_closes(started.utterance), 2 * t)
+            await _all_closed(run, mark)  # "Actually," may have been closed at the comma
+            closings = _attempt_closings(run, mark)
+            problem = _misheard(closings)
+            heard = "; ".join(_heard(c) for c in closings)
+            run.note(f"attempt {attempt}: {heard}" + (f": {problem}" if problem else ""))
             if problem is None:
                 break
             assert attempt < ATTEMPTS, problem
-            await _all_closed(run, mark)
     async with run.step("the device does not stop the reply itself"):
-        await h.expect_none("playback_finished", within=1.5, say=say)
+        await h.expect_none("playback_finished", within=3.0, say=say)
     async with run.step("the agent decides: stop → playback_finished(interrupted=true)"):
         await h.stop()
         await h.wait_for("playback_finished", t, say=say, interrupted=True)
