@@ -37,6 +37,9 @@ from agent_link.protocol.messages import StatusMessage
 
 _LOGGER = logging.getLogger(__name__)
 
+_TICK = object()
+"""The clock's item in the companion's queue."""
+
 
 @dataclass(frozen=True)
 class SentReply:
@@ -68,6 +71,7 @@ class CompanionAgent:
         self.stopped_for: list[str] = []
         """Utterances the companion stopped a reply for (the user interrupted it), in order."""
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._tick_pending = False
 
     def _enqueue(self, item: Any) -> None:
         self._queue.put_nowait(item)
@@ -82,17 +86,30 @@ class CompanionAgent:
                 self.brain.mode = Mode.FREE
                 self.brain.last_activity = time.time()
             self.log(f"companion ready ({self.brain.mode.value})")
-            while True:
-                try:
-                    item = await asyncio.wait_for(self._queue.get(), self.tick_s)
-                except TimeoutError:
-                    await self._execute(self.brain.tick(time.time()))
-                    continue
-                await self._on_item(item)
+            # The clock ticks into the queue (no timeout around ``get``: Python 3.11's ``wait_for``
+            # can swallow a cancellation that meets an item, and the companion would live on).
+            ticker = asyncio.create_task(self._tick(), name="companion-tick")
+            try:
+                while True:
+                    item = await self._queue.get()
+                    if item is _TICK:
+                        self._tick_pending = False
+                        await self._execute(self.brain.tick(time.time()))
+                    else:
+                        await self._on_item(item)
+            finally:
+                ticker.cancel()
         finally:
             self.h.remove_listener(self._enqueue)
             with contextlib.suppress(Exception):
                 await self.h.set_agent_online(False)
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(self.tick_s)
+            if not self._tick_pending:  # a busy companion gets one tick, not a backlog
+                self._tick_pending = True
+                self._queue.put_nowait(_TICK)
 
     async def _on_item(self, item: Any) -> None:
         if isinstance(item, StatusMessage):

@@ -165,7 +165,8 @@ class MqttLink:
                     "Reconnecting to %s in %.1f s (attempt %d)", self.settings.broker, delay, attempt
                 )
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stop.wait(), delay)
+                    async with asyncio.timeout(delay):  # not wait_for: 3.11's can swallow a cancel
+                        await self._stop.wait()
         finally:
             self._running = False
             self._done.set()
@@ -263,7 +264,8 @@ class MqttLink:
             except OutboxError as err:
                 _LOGGER.error("%s; retrying in 5 s", err)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stop.wait(), 5.0)
+                    async with asyncio.timeout(5.0):
+                        await self._stop.wait()
                 continue
             await self._wait(window, None)
 
@@ -275,12 +277,14 @@ class MqttLink:
                 await self._wake.wait()
                 return True
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), max(0.0, until - time.monotonic()))
+                async with asyncio.timeout(max(0.0, until - time.monotonic())):
+                    await self._wake.wait()
             return self._wake.is_set()
         head = window[0]
         deadline = head.deadline if until is None else min(head.deadline, until)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), max(0.0, deadline - time.monotonic()))
+            async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+                await self._wake.wait()
         if head.puback.done() or self._wake.is_set():
             return True
         if time.monotonic() >= head.deadline:

@@ -186,6 +186,11 @@ async def test_microphone_closed_while_asleep_and_an_oversize_payload_rejected(
         assert rejected.reason == "invalid" and str(MAX_PAYLOAD_BYTES) in rejected.detail
         await harness.sleep()
         await harness.wait_for("asleep", timeout=10)
+        # The microphone closes right after the event is published (its own action, off the loop).
+        for _ in range(50):
+            if not sim_mic(rt).is_open and not rt.listener.is_open:
+                break
+            await asyncio.sleep(0.1)
         assert not sim_mic(rt).is_open and not rt.listener.is_open
         harness.mark()
         await harness.sim_audio(speech_wav)
