@@ -9,10 +9,12 @@ a stopped reply is cut where it stopped).
 from __future__ import annotations
 
 import re
+import struct
 import threading
 import wave
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from audio.edges.stream_sink import (
     AudioSink,
@@ -49,13 +51,20 @@ class NullSink(StreamSink):
 
 
 class WavSink(StreamSink):
-    """Writes each reply to ``<directory>/<say-id>.wav`` (16-bit mono), paced in real time."""
+    """Writes each reply to ``<directory>/<say-id>.wav`` (16-bit mono), paced in real time.
+
+    With a ``gain_probe`` (the playback queue's ducking gain), ``<say-id>.gain`` beside it holds the
+    gain each written span was rendered at: (frames uint32, linear gain float32) records, little
+    endian, in the WAV's order, so a test can tell the ducking from the reply's own loudness."""
 
     def __init__(self, directory: str | Path, rate: int = 22050, block_ms: int = 10) -> None:
         super().__init__(rate, block_ms)
         self.directory = Path(directory)
         self._writer: wave.Wave_write | None = None
+        self._gains: BinaryIO | None = None
         self._lock = threading.Lock()
+        self.gain_probe: Callable[[], float] | None = None
+        """The gain the latest block was rendered at, read after each block (None: no gain file)."""
 
     @property
     def name(self) -> str:
@@ -76,9 +85,7 @@ class WavSink(StreamSink):
         """Stop the clock and close an unfinished file."""
         super().close()
         with self._lock:
-            if self._writer is not None:
-                self._writer.close()
-                self._writer = None
+            self._close_writer()
 
     def _wants_all_blocks(self) -> bool:
         return self._writer is not None
@@ -93,18 +100,29 @@ class WavSink(StreamSink):
                     self._writer.setnchannels(1)
                     self._writer.setsampwidth(2)
                     self._writer.setframerate(self._rate)
+                    if self.gain_probe is not None:
+                        self._gains = self.path_for(mark.say).with_suffix(".gain").open("wb")
                     pos = mark.frame
                 elif mark.kind == "reply_finished" and self._writer is not None:
-                    self._writer.writeframes(to_pcm16(block[pos : mark.frame]))
+                    self._write(block[pos : mark.frame])
                     self._close_writer()
                     pos = mark.frame
             if self._writer is not None:
-                self._writer.writeframes(to_pcm16(block[pos:]))
+                self._write(block[pos:])
+
+    def _write(self, frames: FloatArray) -> None:
+        assert self._writer is not None
+        self._writer.writeframes(to_pcm16(frames))
+        if self._gains is not None and self.gain_probe is not None and len(frames):
+            self._gains.write(struct.pack("<If", len(frames), float(self.gain_probe())))
 
     def _close_writer(self) -> None:
         if self._writer is not None:
             self._writer.close()
             self._writer = None
+        if self._gains is not None:
+            self._gains.close()
+            self._gains = None
 
 
 def make_sink(settings: SpeakingSettings, backend: Any = None, *, wait_for_device: bool = False) -> AudioSink:

@@ -392,6 +392,9 @@ class FrontEndSource:
         self._thread: threading.Thread | None = None
         self._resampler: Any = None
         self.fault_reason: str | None = None
+        self.detection_view = False
+        """Deliver each block as ``(2, n)``: cleaned, and cleaned then gated (the listener sets it:
+        the VAD judges the gated view, Whisper hears the cleaned one); False: the gated audio."""
         self.near_speech = False
         """Set by the listener while it hears the user (an utterance open): those blocks do not
         count in judging the canceller."""
@@ -465,12 +468,13 @@ class FrontEndSource:
                 if self.gate is not None and self.front.timing_jumps != jumps:
                     self.gate.guard.reset()  # the canceller re-adapts: its ERLE is not known
                 if self.gate is not None:
-                    cleaned = self.gate.apply(self.front.last_mic, cleaned, self.front.last_far)
+                    gated = self.gate.apply(self.front.last_mic, cleaned, self.front.last_far)
+                    cleaned = np.stack([cleaned, gated]) if self.detection_view else gated
             except Exception as err:  # the library failing mid-run: raw audio, and say so
                 self._fault(f"echo canceller failed: {err}")
                 cleaned = block
             self._check(time.time())
-            if len(cleaned):
+            if cleaned.shape[-1]:
                 on_audio(cleaned)
 
     def _check(self, now: float) -> None:

@@ -117,6 +117,16 @@ NOT_CONVERGED = "the echo canceller has not heard enough of the speaker yet (con
 
 
 @runtime_checkable
+class DetectionViews(Protocol):
+    """A source that can deliver each block in two views, stacked ``(2, n)``: the audio to
+    transcribe and the audio the VAD judges (``FrontEndSource``: cleaned, and cleaned then gated
+    by the residual-echo check -- the gate decides when the user speaks; Whisper hears all they
+    said, the start of "stop" the gate took for echo included)."""
+
+    detection_view: bool
+
+
+@runtime_checkable
 class NearSpeechAware(Protocol):
     """A source told while the user speaks (``audio.hearing.front_end.FrontEndSource``: those blocks
     do not count in judging its canceller)."""
@@ -211,6 +221,8 @@ class Listener:
         None it is loaded here (``ModelUnavailable`` if it cannot be)."""
         self.settings = settings
         self._source = source
+        if isinstance(source, DetectionViews):
+            source.detection_view = True
         self._stt = transcriber
         self._emit = emit
         self._ids = utterance_ids or _new_id
@@ -449,8 +461,12 @@ class Listener:
             return
         now = time.time()
         self._last_block = time.monotonic()
+        detect: FloatArray | None = None
+        if block.ndim == 2:  # a ``DetectionViews`` source: (what is transcribed, what the VAD judges)
+            block, detect = block[0], block[1]
         if self._resampler is not None:
             block = self._resampler.resample_chunk(block)
+            detect = None
         self._update_duplex()
         if (
             self.settings.half_duplex
@@ -460,7 +476,9 @@ class Listener:
                 or (
                     self._echo.active
                     and self._echo.drop(
-                        len(block), frame_level_db(block), self._segmenter.detector.noise_floor_db
+                        len(block),
+                        frame_level_db(block if detect is None else detect),
+                        self._segmenter.detector.noise_floor_db,
                     )
                 )
             )
@@ -469,7 +487,7 @@ class Listener:
             return
         self.heard_samples += len(block)
         self._choose_endpointer()
-        events = self._segmenter.feed(np.asarray(block, dtype=np.float32))
+        events = self._segmenter.feed(np.asarray(block, dtype=np.float32), detect)
         self._block_clock = (now, self._segmenter.endpointer.samples_seen + self._segmenter.pending_samples)
         if (
             self._spec is not None

@@ -388,16 +388,25 @@ class FrameSegmenter:
         self.detector = SpeechDetector(settings)
         self.endpointer = Endpointer(settings)
         self._pending = np.zeros(0, dtype=np.float32)
+        self._pending_detect = np.zeros(0, dtype=np.float32)
 
-    def feed(self, samples: FloatArray) -> list[EndpointerEvent]:
-        """Add samples; return the endpointer events of every complete frame."""
+    def feed(self, samples: FloatArray, detect: FloatArray | None = None) -> list[EndpointerEvent]:
+        """Add samples; return the endpointer events of every complete frame. ``detect`` (as long
+        as ``samples``): what the detector judges instead of the samples themselves (the utterance
+        keeps ``samples``)."""
         buf = np.concatenate([self._pending, samples.astype(np.float32, copy=False)])
+        view = buf
+        if detect is not None or len(self._pending_detect):
+            extra = samples if detect is None else detect
+            view = np.concatenate([self._pending_detect, extra.astype(np.float32, copy=False)])
         events: list[EndpointerEvent] = []
         n = len(buf) // self.frame_len
         for i in range(n):
             frame = buf[i * self.frame_len : (i + 1) * self.frame_len]
-            events.extend(self.endpointer.process(frame, self.detector.is_speech(frame)))
+            judged = view[i * self.frame_len : (i + 1) * self.frame_len]
+            events.extend(self.endpointer.process(frame, self.detector.is_speech(judged)))
         self._pending = buf[n * self.frame_len :].copy()
+        self._pending_detect = view[n * self.frame_len :].copy() if view is not buf else self._pending[:0]
         return events
 
     @property
@@ -408,6 +417,7 @@ class FrameSegmenter:
     def reset(self) -> None:
         """Drop partial frames and any utterance in progress (the detector keeps its noise floor)."""
         self._pending = np.zeros(0, dtype=np.float32)
+        self._pending_detect = np.zeros(0, dtype=np.float32)
         self.endpointer.reset()
 
 

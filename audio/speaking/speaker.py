@@ -199,6 +199,10 @@ class Speaker:
         """Back to the full volume, ramping."""
         self._queue.set_duck(1.0)
 
+    def duck_gain(self) -> float:
+        """The ducking gain the latest block was rendered at (linear; 1.0 = not ducked)."""
+        return self._queue.duck
+
     @property
     def ducked(self) -> bool:
         """Whether the output is ducked (or ramping back up)."""

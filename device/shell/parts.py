@@ -9,7 +9,7 @@ from dataclasses import replace
 from audio.edges.capture import AudioSource, SimulatedMicrophone, SoundDeviceMicrophone
 from audio.edges.reference import ReferenceTap
 from audio.edges.sim_room import RoomEcho
-from audio.edges.sinks import StreamSink, make_sink
+from audio.edges.sinks import StreamSink, WavSink, make_sink
 from audio.events import EventSink
 from audio.hearing.front_end import (
     FrontEnd,
@@ -90,7 +90,10 @@ def make_speaker(
     if source is not None and isinstance(sink, StreamSink):
         for tap in reference_taps(source):
             sink.add_reference_tap(tap)
-    return Speaker(settings, sink, emit)
+    speaker = Speaker(settings, sink, emit)
+    if isinstance(sink, WavSink):
+        sink.gain_probe = speaker.duck_gain  # the gain file beside each reply's WAV
+    return speaker
 
 
 def make_face(

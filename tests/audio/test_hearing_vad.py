@@ -300,3 +300,32 @@ def test_silence_detector_never_asks(settings: HearingSettings) -> None:
     events = run(Endpointer(settings), "." * 10 + "s" * 20 + "." * 40)
     assert kinds(events) == [UtteranceBegan, UtteranceComplete]
     assert isinstance(events[-1][1], UtteranceComplete) and events[-1][1].end == "silence"
+
+
+def test_the_detector_judges_its_view_and_the_utterance_keeps_the_samples() -> None:
+    """Two views (the front end's cleaned audio, and the same gated by the residual-echo check): the
+    VAD decides on the gated view, the utterance holds the cleaned samples -- so a word the gate
+    attenuated (echo-like) is still in what Whisper hears once the user is speaking."""
+    from audio.edges.wav import load_audio
+    from audio.hearing.vad import FrameSegmenter
+    from tests.audio.conftest import HEARING_SPEECH_DIR
+
+    speech = load_audio(HEARING_SPEECH_DIR / "fsdd" / "7_jackson_0.wav", 16000)
+    quiet = np.zeros(16000, dtype=np.float32)
+    clip = np.concatenate([quiet, speech, quiet])
+    # The view is silent: nothing starts, whatever the samples say.
+    seg = FrameSegmenter(HearingSettings(turn_detector="silence"))
+    assert not [e for e in seg.feed(clip, np.zeros_like(clip)) if isinstance(e, UtteranceBegan)]
+    # The view hears the speech, the samples keep its first third only (fed in odd block sizes).
+    half = clip.copy()
+    half[16000 + len(speech) // 3 :] *= 0.001
+    seg = FrameSegmenter(HearingSettings(turn_detector="silence"))
+    events: list[EndpointerEvent] = []
+    for a in range(0, len(clip), 700):
+        events += seg.feed(half[a : a + 700], clip[a : a + 700])
+    events += seg.feed(np.zeros(16000, np.float32))
+    (done,) = [e for e in events if isinstance(e, UtteranceComplete)]
+    energy = lambda x: float(np.sum(np.square(x, dtype=np.float64)))  # noqa: E731
+    full, kept = energy(speech), energy(half[16000 : 16000 + len(speech)])
+    assert full - kept > 0.2 * full  # the samples really lack the last two thirds' energy
+    assert abs(energy(done.audio) - kept) < 0.03 * full  # and the utterance holds the samples

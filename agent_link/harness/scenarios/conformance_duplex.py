@@ -39,10 +39,11 @@ FULL_WAIT_S = 20.0
 """How long a reply may play before the status must say ``duplex: full`` (convergence), in s."""
 
 
-ATTEMPTS = 3
+ATTEMPTS = 5
 """Times the user says the barge-in over one reply before the step fails (people repeat what was
-not understood: WebRTC's suppressor can take the start of a word said as the reply is ducked; the
-first attempt is misheard in about half the runs here, a later one has not been so far)."""
+not understood: WebRTC's suppressor and the residual-echo gate can take the start of "stop" said
+over the reply, and Whisper hears "start", "up" or nothing of it; about half the attempts here, on a
+loaded machine and in CI: all three of three once)."""
 
 
 def _heard(closing: Any) -> str:
@@ -142,7 +143,7 @@ async def barge_in(run: ScenarioRun) -> None:
             return
     async with run.step(
         f"'{BARGE_IN}' over the reply → speech_started(over_playback=true), a transcript (≥ 0.4) "
-        "of those words (the user says it again, up to twice, if it was not understood)"
+        "of those words (the user says it again, up to four times, if it was not understood)"
     ):
         for attempt in range(1, ATTEMPTS + 1):
             mark = h.mark()  # what an earlier attempt left is not this one
