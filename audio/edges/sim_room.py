@@ -103,7 +103,7 @@ def room_impulse_response(settings: SimRoomSettings, rate: int) -> FloatArray:
 
 def soft_clip(x: FloatArray, drive: float) -> FloatArray:
     """A small speaker driven hard: ``tanh(drive * x) / drive`` (linear for drive 0)."""
-    if drive <= 0:
+    if drive <= 0 or not x.any():
         return x.astype(np.float32, copy=False)
     return (np.tanh(drive * x.astype(np.float64)) / drive).astype(np.float32)
 
@@ -123,6 +123,8 @@ class DriftResampler:
 
     def process(self, block: FloatArray) -> FloatArray:
         """Resample the next input block (any length)."""
+        if len(self._prev) == 1 and not self._prev[0] and not block.any():
+            return self._silence(len(block))
         x = np.concatenate([self._prev, block.astype(np.float64)])
         if len(x) < 2:
             self._prev = x
@@ -138,6 +140,15 @@ class DriftResampler:
         self._prev = x[last:]
         self._pos = next_pos - last
         return out.astype(np.float32)
+
+    def _silence(self, n: int) -> FloatArray:
+        """``process`` of ``n`` zeros after a zero: the same count and position, no interpolation."""
+        last = n  # the kept zero, then the block
+        count = max(0, math.ceil((last - self._pos) / self.step))
+        if count and self._pos + self.step * (count - 1) >= last:
+            count -= 1  # ``positions < last`` (float rounding at the edge)
+        self._pos = self._pos + self.step * count - last
+        return np.zeros(count, dtype=np.float32)
 
 
 class StreamingConvolver:

@@ -72,9 +72,10 @@ class AudioSink(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StreamTime:
-    """The ``time_info`` a callback gets (sounddevice field names; stream clock seconds)."""
+    """The ``time_info`` a callback gets (sounddevice field names; stream clock seconds). Not frozen:
+    a frozen dataclass's ``__init__`` costs three ``object.__setattr__`` calls, 100 times a second."""
 
     currentTime: float
     outputBufferDacTime: float

@@ -223,6 +223,10 @@ class Listener:
         self._source = source
         if isinstance(source, DetectionViews):
             source.detection_view = True
+        # Checked once (a runtime-checkable protocol's isinstance walks its members: too dear for
+        # every block): only a DuplexSource's mode changes, only a NearSpeechAware one is told.
+        self._duplex_source = isinstance(source, DuplexSource)
+        self._near_speech: NearSpeechAware | None = source if isinstance(source, NearSpeechAware) else None
         self._stt = transcriber
         self._emit = emit
         self._ids = utterance_ids or _new_id
@@ -496,12 +500,14 @@ class Listener:
         ):
             self._drop_spec()  # the user went on speaking after the pause
         self._handle(events)
-        if isinstance(self._source, NearSpeechAware):
-            self._source.near_speech = self._utterance is not None
+        if self._near_speech is not None:
+            self._near_speech.near_speech = self._utterance is not None
 
     def _update_duplex(self) -> None:
         """Follow the source's duplex mode; emit each change (and the first mode known) -- not with
         echo cancellation off (always half, nothing to tell)."""
+        if self._duplex is not None and not self._duplex_source:
+            return  # fixed by the settings: known since the first block
         now = duplex_of(self._source, self.settings.echo_cancellation)
         if now == self._duplex:
             return

@@ -221,6 +221,17 @@ class PlaybackQueue:
         out[:] = 0.0
         marks: list[PlaybackMark] = []
         with self._lock:
+            if (
+                self._current is None
+                and not self._items
+                and not self._stopping
+                and self._duck == self._duck_target
+                and self._gain == self._volume
+            ):
+                # Nothing to play, no ramp under way (the idle device's 100 blocks a second).
+                if self._open is not None:
+                    self._gap += len(out)
+                return marks
             if self._stopping:
                 self._render_stop(out, marks)
             else:

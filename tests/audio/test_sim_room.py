@@ -130,6 +130,32 @@ def test_drift_resampler_is_block_size_independent_and_smooth() -> None:
     assert float(np.max(np.abs(np.diff(a)))) < 0.2  # no clicks at block edges (440 Hz step ≈ 0.17)
 
 
+def test_drift_resampler_over_silence_takes_the_shortcut_and_gives_what_one_pass_gives(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Sound, 2 s of silence, sound, block by block: the silent blocks skip the interpolation (no
+    ``concatenate``), and the output is the one a single pass over the whole signal gives."""
+    x = np.concatenate([_noise(0.3, seed=3), np.zeros(2 * RATE, dtype=np.float32), _noise(0.3, seed=4)])
+    whole = DriftResampler(1.00004).process(x)
+    streamed = DriftResampler(1.00004)
+    joins = 0
+    real = np.concatenate
+
+    def counted(*args: object, **kwargs: object) -> np.ndarray:
+        nonlocal joins
+        joins += 1
+        return real(*args, **kwargs)  # type: ignore[call-overload]
+
+    blocks = [x[i : i + 160] for i in range(0, len(x), 160)]
+    with monkeypatch.context() as mp:
+        mp.setattr(np, "concatenate", counted)
+        parts = [streamed.process(b) for b in blocks]
+    out = np.concatenate(parts)
+    assert len(out) == len(whole)
+    assert np.allclose(out, whole, atol=1e-6)
+    assert joins <= len(blocks) - 190  # 200 silent blocks, the first one after sound interpolates
+
+
 def test_speaker_soft_clips_loud_peaks_but_not_quiet_audio() -> None:
     loud = np.array([0.9, -0.9], dtype=np.float32)
     quiet = np.array([0.01, -0.01], dtype=np.float32)
