@@ -1,4 +1,4 @@
-"""onnxruntime sessions made one way for every ONNX model of the runtime (Moonshine, Piper, the turn model).
+"""onnxruntime sessions made one way for every ONNX model of the runtime (Moonshine, Piper, Smart Turn).
 
 onnxruntime's defaults suit a server: a CPU memory arena that keeps the largest activations it has
 ever needed (and grows in chunks), memory patterns planned per input shape, and a thread pool per

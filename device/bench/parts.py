@@ -97,11 +97,13 @@ def run(mode: str) -> None:
     _step("Moonshine cross-check (onnxruntime)")
     voice = tts.TtsVoice.load("", threads=config.speaking.tts_threads)
     _step("Piper voice (onnxruntime)")
+    turn = _load_turn_model(config)
+    _step("Smart Turn (onnxruntime)")
     face = _load_face(config)
     _step("face (controller, renderer)")
     link = _load_link(config)
     _step("link (outbox, MQTT client)")
-    _use(whisper, voice)
+    _use(whisper, voice, turn)
     if mode == "lean":
         time.sleep(TRIM_INTERVAL_S + 0.5)  # as the daemon: its trimming thread has run once since
     _step(f"in use ({len(USE_TEXTS)} sentences heard and spoken)")
@@ -152,12 +154,21 @@ def _load_link(config: Any) -> Any:
     return MqttLink(config.mqtt, "footprint", 1, outbox, ignore, ignore, simulate=True)
 
 
-def _use(whisper: Any, voice: Any) -> None:
+def _load_turn_model(config: Any) -> Any:
+    from audio.hearing.turn_model import SmartTurnModel, resolve_model_path
+
+    model = SmartTurnModel(resolve_model_path(config.hearing.turn_model))
+    model.load()
+    return model
+
+
+def _use(whisper: Any, voice: Any, turn: Any) -> None:
     from audio.edges.wav import resample
 
     for text in USE_TEXTS:
         spoken = voice.synthesize(text)
         heard = resample(spoken.audio, spoken.rate, 16000)
+        turn.predict(heard)  # at the pause, as the listener asks it
         whisper.transcribe(np.concatenate([np.zeros(4800, np.float32), heard, np.zeros(3200, np.float32)]))
 
 
