@@ -41,6 +41,7 @@ from device.core.state import DeviceState, Settings
 from device.machine import machine_summary
 from device.persistence import StateDir
 from device.shell.dispatch import Dispatch
+from device.shell.executor import started_executor
 from device.shell.inbox import Inbox
 from device.shell.messages import MessageReader
 from device.shell.notify import SystemdNotifier
@@ -172,6 +173,7 @@ class Runtime:
     async def run(self) -> int:
         """Run until SIGTERM/SIGINT; return the exit code."""
         loop = asyncio.get_running_loop()
+        loop.set_default_executor(started_executor())  # a thread count that never creeps up
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self.request_stop)
