@@ -144,7 +144,7 @@ async def test_barge_in_over_a_long_reply_is_heard_and_ducks_it(
     held = ended.ts + DUCK_HOLD_S
     back, stop = max(transcript.ts + 0.5, held + 0.3) - reply.ts, finished.ts - reply.ts - 0.1
     first = barge_ins[0].ts - reply.ts
-    before = _loud(levels, first - 4.0, first)
+    before = _loud(levels, max(0.0, first - 4.0), first)  # the 4 s before (or since the reply began)
     # Ducked from when the start was reported (the stricter start: within ~0.5 s of the onset).
     ducked = _loud(levels, onset + 0.6, max(end, onset + 1.2))
     gains = _gains_db(daemon.state_dir / "speech" / f"{reply.say}.gain", rate)
