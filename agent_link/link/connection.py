@@ -175,6 +175,9 @@ class MqttConnection:
             raise ConnectionLost(f"cannot send PUBLISH: {paho.error_string(info.rc)}")
         future: asyncio.Future[Any] = self._loop.create_future()
         self._replies[info.mid] = future
+        # Out now: with socket callbacks paho only registers the writer, and the packet would wait for
+        # the loop's next select, behind every callback already due (a stop's playback_finished too).
+        self._writable()
         return future
 
     async def puback(self, sent: asyncio.Future[Any], topic: str, timeout: float) -> None:

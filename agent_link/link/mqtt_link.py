@@ -255,19 +255,38 @@ class MqttLink:
             if self._stop.is_set():
                 await self._final_flush(conn, window)
                 return
-            if self._status_dirty:
-                self._status_dirty = False
-                await self._publish_status(conn, self._status)
+            status = self._start_status(conn)
             self._settle(window)
             try:
-                self._fill(conn, window)
+                self._fill(conn, window)  # right behind the status: not after its PUBACK's round trip
             except OutboxError as err:
+                if status is not None:
+                    await self._status_acked(conn, status)
                 _LOGGER.error("%s; retrying in 5 s", err)
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(5.0):
                         await self._stop.wait()
                 continue
+            if status is not None:
+                await self._status_acked(conn, status)
             await self._wait(window, None)
+
+    def _start_status(self, conn: MqttConnection) -> asyncio.Future[Any] | None:
+        """Send the status if it changed (retained), ahead of the events appended with the change: the
+        broker gets the packets in this order (agents read the state when an event comes)."""
+        if not self._status_dirty:
+            return None
+        self._status_dirty = False
+        return conn.start_publish(self.topics.status, self._status.encode(), retain=True)
+
+    async def _status_acked(self, conn: MqttConnection, sent: asyncio.Future[Any]) -> None:
+        """Wait for the status's PUBACK: :class:`PublishRefused` for a failure reason code."""
+        try:
+            await conn.puback(sent, self.topics.status, self.settings.publish_timeout_s)
+        except PublishRefused:
+            self._refused_streak += 1
+            raise
+        self._refused_streak = 0
 
     async def _wait(self, window: deque[_InFlight], until: float | None) -> bool:
         """Sleep until woken; with events in flight, no longer than the oldest's PUBACK deadline

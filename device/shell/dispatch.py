@@ -217,7 +217,9 @@ class Dispatch:
         )
         self.link.notify_outbox()
         if action.closes is not None:
-            self.records.close(action.closes.kind, action.closes.id)
+            # After the link task had its turn (it was woken first): the event goes out before the
+            # record's fsync'd rewrite (2-8 ms measured on the stop's path), not behind it.
+            asyncio.get_running_loop().call_soon(self.records.close, action.closes.kind, action.closes.id)
 
     def _stop_speaking(self, action: StopSpeaking) -> None:
         self._speaker().stop()

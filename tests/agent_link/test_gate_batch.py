@@ -87,6 +87,52 @@ async def test_a_stop_behind_a_burst_waits_for_one_commit_at_most(tmp_path: Path
     assert isinstance(handed.verdicts[-1], StopCommand) and handed.durable[-1]
 
 
+async def test_a_stop_that_finds_nothing_waiting_is_handed_on_before_its_commit(tmp_path: Path) -> None:
+    store = RecordingStore(tmp_path / "ids.db")
+    gate = CommandGate(store)
+    handed = Handed(tmp_path / "ids.db")
+    store.hold.clear()  # its commit takes long (a slow disk)
+    stop = gate.admit(_stop("c-stop"), 100.0, handed)
+    assert [type(v) for v in handed.verdicts] == [StopCommand]  # executed on arrival ...
+    assert handed.durable == [False]  # ... before its id is on disk
+    assert await asyncio.to_thread(store.committing.wait, 10)
+    again = gate.admit(_stop("c-stop"), 100.0, handed)  # the agent's retry, during the commit
+    chunk = gate.admit(_say("c-1"), 100.0, handed)
+    assert not stop.done()  # acknowledged only once the id is durable
+    store.hold.set()
+    await asyncio.wait_for(asyncio.gather(stop, again, chunk), 10)
+    assert store.commits == [["c-stop"], ["c-1"]]
+    assert handed.verdicts[1:] == [None, handed.verdicts[2]] and isinstance(handed.verdicts[2], SayCommand)
+    reopened = CommandIdStore(tmp_path / "ids.db")
+    assert reopened.seen("c-stop")  # a redelivery after a restart is a duplicate
+    reopened.close()
+
+
+async def test_a_stop_behind_a_waiting_chunk_keeps_its_place(tmp_path: Path) -> None:
+    store = RecordingStore(tmp_path / "ids.db")
+    gate = CommandGate(store)
+    handed = Handed(tmp_path / "ids.db")
+    store.hold.clear()
+    chunk = gate.admit(_say("c-0"), 100.0, handed)
+    stop = gate.admit(_stop("c-stop"), 100.0, handed)
+    assert handed.verdicts == []  # the chunk came first: the stop must not overtake it
+    store.hold.set()
+    await asyncio.wait_for(asyncio.gather(chunk, stop), 10)
+    assert [type(v) for v in handed.verdicts] == [SayCommand, StopCommand] and handed.durable == [True, True]
+
+
+async def test_an_expired_or_repeated_stop_takes_the_commit_path(tmp_path: Path) -> None:
+    store = RecordingStore(tmp_path / "ids.db")
+    store.remember("old")
+    gate = CommandGate(store)
+    handed = Handed(tmp_path / "ids.db")
+    late = json.dumps({"v": 1, "type": "stop", "id": "late", "expires_at": 99.0}).encode()
+    await asyncio.wait_for(gate.admit(late, 100.0, handed), 10)
+    await asyncio.wait_for(gate.admit(_stop("old"), 100.0, handed), 10)
+    rejected, duplicate = handed.verdicts
+    assert isinstance(rejected, Rejection) and rejected.reason == "expired" and duplicate is None
+
+
 async def test_duplicates_expiry_and_bad_payloads_in_a_batch(tmp_path: Path) -> None:
     store = RecordingStore(tmp_path / "ids.db")
     store.remember("old")

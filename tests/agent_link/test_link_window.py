@@ -176,3 +176,35 @@ async def test_incoming_messages_are_acknowledged_when_handled_and_in_arrival_or
 def test_the_window_must_be_positive() -> None:
     with pytest.raises(ValueError, match="inflight_window"):
         LinkSettings(inflight_window=0)
+
+
+async def test_a_changed_status_and_the_events_after_it_go_out_back_to_back(
+    mosquitto: Mosquitto, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The event follows the status on the wire at once, not after the status's PUBACK has come back
+    (a stop's ``playback_finished`` waited for that round trip); an agent still gets the status first."""
+    statuses: list[asyncio.Future[Any]] = []
+    sent: list[tuple[str, bool]] = []  # topic, and whether the status before it was acknowledged then
+    real = MqttConnection.start_publish
+
+    def spy(conn: MqttConnection, topic: str, payload: bytes, retain: bool = False) -> asyncio.Future[Any]:
+        sent.append((topic, all(f.done() for f in statuses)))
+        future = real(conn, topic, payload, retain)
+        if topic == T.status:
+            statuses.append(future)
+        return future
+
+    monkeypatch.setattr(MqttConnection, "start_publish", spy)
+    outbox = Outbox(tmp_path / "outbox.db", DEVICE, 1)
+    async with (
+        agent(mosquitto, [T.status, T.event], identifier="agent-both") as observer,
+        linked(mosquitto, outbox) as link,
+    ):
+        await observer.wait_for(lambda: bool(observer.payloads(T.status)))  # the birth status
+        link.set_status(StatusMessage(online=True, boot=1, state="listening"))
+        outbox.append(SpeechStartedBody(utterance="u-1", ts=1.0))
+        link.notify_outbox()
+        await observer.wait_for(lambda: bool(observer.payloads(T.event)))
+        order = [(t, json.loads(p).get("state")) for t, p, _ in observer.received if p]
+        assert sent[-2:] == [(T.status, True), (T.event, False)]  # sent before the status's PUBACK
+    assert order.index((T.status, "listening")) < order.index((T.event, None))
