@@ -180,11 +180,14 @@ def _burst(agent: _Client, topics: Topics, tag: str, say: str, count: int) -> No
         agent.publish(topics.command, chunk.encode())
 
 
-def measure(agent: _Client, topics: Topics, runs: int, backlog: int = 0) -> dict[str, list[float]]:
+def measure(
+    agent: _Client, topics: Topics, runs: int, backlog: int = 0, case: str = ""
+) -> dict[str, list[float]]:
     """``runs`` rounds of tap → wake and stop → silent against the device behind ``topics``; with
-    ``backlog``, that many say chunks are published right before the tap and the stop."""
+    ``backlog``, that many say chunks are published right before the tap and the stop. ``case`` keeps
+    the command ids of two cases on one device apart (a repeated id is a duplicate, ignored)."""
     figures: dict[str, list[float]] = {"tap → wake": [], "stop → silent": []}
-    for n in (f"{backlog}-{i}" for i in range(runs)):  # command and reply ids unique per case
+    for n in (f"{case}{backlog}-{i}" for i in range(runs)):  # command and reply ids unique per case
         _burst(
             agent, topics, f"asleep-{n}", f"asleep-{n}", backlog
         )  # refused (asleep): data ahead of the tap
@@ -237,7 +240,7 @@ def _bench_control(args: argparse.Namespace) -> int:
                 "daemon": measure(agent, Topics(device="bench-daemon"), args.runs),
                 "naive": measure(agent, Topics(device="bench-naive"), args.runs),
                 f"backlog {args.backlog}: control first": measure(
-                    agent, Topics(device="bench-daemon"), args.runs, args.backlog
+                    agent, Topics(device="bench-daemon"), args.runs, args.backlog, case="b"
                 ),
                 f"backlog {args.backlog}: FIFO": measure(
                     agent, Topics(device="bench-fifo"), args.runs, args.backlog
