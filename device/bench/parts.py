@@ -155,9 +155,12 @@ def _load_link(config: Any) -> Any:
 
 
 def _load_turn_model(config: Any) -> Any:
-    from audio.hearing.turn_model import SmartTurnModel, resolve_model_path
+    from dataclasses import replace
 
-    model = SmartTurnModel(resolve_model_path(config.hearing.turn_model))
+    from audio.hearing.turn_model import make_turn_model
+
+    model = make_turn_model(replace(config.hearing, turn_detector="smart_turn"))
+    assert model is not None
     model.load()
     return model
 
