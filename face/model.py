@@ -48,6 +48,8 @@ class FaceModel:
         self._cues: list[tuple[float, float, str]] = []  # absolute model-time (start, end, viseme)
         self._mouth = VISEME_SHAPES["rest"]
         self._colour = [float(c) for c in hex_to_rgb(settings.eye_colour)]
+        self._colour_hex: str | None = None
+        """The colour last blended to, as "#rrggbb"."""
         hex_to_rgb(settings.background_colour)  # validate early
 
     # ---- commands ------------------------------------------------------------------------------
@@ -263,11 +265,14 @@ class FaceModel:
             FaceState.ERROR: s.error_colour,
         }.get(self._state, s.eye_colour)
         goal = hex_to_rgb(goal_hex)
-        k = 1.0 - math.exp(-_COLOUR_RATE * dt)
         c = self._colour
+        if self._colour_hex is not None and all(abs(goal[i] - c[i]) < 0.01 for i in range(3)):
+            return self._colour_hex  # settled: the same colour every frame, as the blend would give
+        k = 1.0 - math.exp(-_COLOUR_RATE * dt)
         for i in range(3):
             c[i] += (goal[i] - c[i]) * k
-        return "#{:02x}{:02x}{:02x}".format(*(max(0, min(255, round(v))) for v in c))
+        self._colour_hex = "#{:02x}{:02x}{:02x}".format(*(max(0, min(255, round(v))) for v in c))
+        return self._colour_hex
 
     @staticmethod
     def _base_pose(s: FaceSettings) -> Pose:

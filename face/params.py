@@ -9,6 +9,7 @@ negative lowers the outer corner (sad).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
+from functools import lru_cache
 from typing import Any
 
 NUMERIC_FIELDS: tuple[str, ...] = (
@@ -135,6 +136,7 @@ class FaceParams:
         return cls(**{k: v for k, v in data.items() if k in names})
 
 
+@lru_cache(maxsize=64)  # the face parses its few colours every frame
 def hex_to_rgb(colour: str) -> tuple[int, int, int]:
     """Parse "#rrggbb" (or "rrggbb") into an (r, g, b) tuple; raise ValueError on bad input."""
     text = colour.strip().lstrip("#")

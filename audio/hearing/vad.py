@@ -17,6 +17,7 @@ stale and the utterance goes on; ``turn_fallback_ms`` of non-speech ends it anyw
 from __future__ import annotations
 
 import logging
+import math
 from collections import deque
 from dataclasses import dataclass
 from typing import Literal
@@ -118,10 +119,12 @@ _CUT_SEARCH_MS = 8000
 
 def frame_level_db(frame: FloatArray) -> float:
     """RMS level of a frame in dBFS (floor -120)."""
-    if len(frame) == 0:
+    n = len(frame)
+    if n == 0:
         return -120.0
-    rms = float(np.sqrt(np.mean(np.square(frame.astype(np.float64)))))
-    return max(-120.0, 20.0 * np.log10(rms + 1e-12))
+    x = frame.astype(np.float64).reshape(-1)
+    rms = math.sqrt(float(np.dot(x, x)) / n)  # half the time of np.mean(np.square(x)), ~33 frames a second
+    return max(-120.0, 20.0 * math.log10(rms + 1e-12))
 
 
 class SpeechDetector:
