@@ -17,6 +17,7 @@ key/value cache, one thread, beside the Whisper decode.
 from __future__ import annotations
 
 import difflib
+import json
 import logging
 import sys
 import threading
@@ -91,7 +92,8 @@ class MoonshineRecogniser:
     microphone closed: asleep, nothing is heard): ~75 MiB resident that a sleeping device does not
     need (``robot-face bench footprint``; a dozen open/close cycles leave nothing behind). Opening
     takes 1-3 s of one core on this machine, beside the wake-up animation; an utterance that ends
-    before it finished waits for it (its transcript is the same, only later).
+    before it finished waits for it (its transcript is the same, only later). The tokenizer (decoding
+    only, ~5 MiB) is loaded by ``load()`` and stays: loading it holds the GIL.
     """
 
     def __init__(self, model_dir: Path, threads: int = 1, *, lazy: bool = False) -> None:
@@ -121,6 +123,7 @@ class MoonshineRecogniser:
                 "hearing.stt_cross_check_model at a Moonshine ONNX export, or set it to 'off'"
             )
         self._checked = True
+        self._load_tokenizer()
         if not self.lazy:
             self._open()
             self.transcribe(np.zeros(MIN_SAMPLES, dtype=np.float32))  # first run allocates; not mid-reply
@@ -143,7 +146,7 @@ class MoonshineRecogniser:
         with self._open_lock:
             if self._decoder is None:
                 return
-            self._encoder = self._decoder = self._tokenizer = None
+            self._encoder = self._decoder = None  # the tokenizer stays (see _load_tokenizer)
             self._empty_cache = {}
         _LOGGER.info("cross-check model %s closed (asleep)", self.model_dir)
 
@@ -152,15 +155,13 @@ class MoonshineRecogniser:
         with self._open_lock:
             if self._decoder is not None:
                 return
-            from tokenizers import Tokenizer
-
             from audio.onnx_sessions import cpu_session
 
             t0 = time.monotonic()
             try:
+                self._load_tokenizer()
                 self._encoder = cpu_session(self.model_dir / "encoder_model.onnx", self.threads)
                 decoder = cpu_session(self.model_dir / "decoder_model_merged.onnx", self.threads)
-                self._tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
             except Exception as err:
                 raise ModelUnavailable(
                     f"cannot load the cross-check model in {self.model_dir}: {err}"
@@ -173,6 +174,27 @@ class MoonshineRecogniser:
             }
             self._decoder = decoder
             _LOGGER.info("cross-check model %s loaded in %.1f s", self.model_dir, time.monotonic() - t0)
+
+    def _load_tokenizer(self) -> None:
+        """The tokenizer, for decoding only, once (``load()``: at start-up) and kept while asleep.
+
+        Decoding needs the vocabulary and the decoder rules, not the 32 000 BPE merges that encoding
+        needs: without them it decodes every id sequence the same (tested) and weighs ~5 MiB instead
+        of ~18. It is kept because loading it holds the GIL the whole time (the Rust library does not
+        release it): ~130 ms here, on every wake-up, in which the event loop could not run (a ``stop``
+        or a tap waited behind it)."""
+        if self._tokenizer is not None:
+            return
+        from tokenizers import Tokenizer
+
+        path = self.model_dir / "tokenizer.json"
+        try:
+            spec = json.loads(path.read_text(encoding="utf-8"))
+            if spec.get("model", {}).get("type") == "BPE":
+                spec["model"]["merges"] = []
+            self._tokenizer = Tokenizer.from_str(json.dumps(spec))
+        except Exception as err:
+            raise ModelUnavailable(f"cannot load the cross-check tokenizer {path}: {err}") from err
 
     def transcribe(self, samples: FloatArray, cancel: threading.Event | None = None) -> str:
         """Greedy transcript of 16 kHz mono float32 ``samples`` (blocking); stops between decoder

@@ -65,6 +65,33 @@ def test_transcribes_real_and_generated_speech(
     assert moonshine.transcribe(hearing_silence(0.01)) == ""  # padded, not an ONNX error
 
 
+def test_the_decoding_tokenizer_decodes_as_the_whole_one_and_stays_while_asleep() -> None:
+    import random
+
+    from tokenizers import Tokenizer
+
+    rec = MoonshineRecogniser(default_model_dir(), lazy=True)
+    rec.load()  # start-up: the tokenizer now, the sessions on waking
+    assert not rec.loaded
+    tokenizer = rec._tokenizer
+    whole = Tokenizer.from_file(str(default_model_dir() / "tokenizer.json"))
+    rng = random.Random(7)
+    for _ in range(500):
+        ids = [rng.randrange(whole.get_vocab_size()) for _ in range(rng.randrange(1, 30))]
+        assert tokenizer.decode(ids) == whole.decode(ids)
+    rec.prepare()  # woke up
+    assert rec.loaded and rec._tokenizer is tokenizer  # not loaded again: it holds the GIL while it loads
+    rec.release()  # asleep
+    assert not rec.loaded and rec._tokenizer is tokenizer
+
+
+def test_a_broken_tokenizer_is_a_clear_error_at_start(tmp_path: Path) -> None:
+    for name in MODEL_FILES:
+        (tmp_path / name).write_bytes(b"{not json")
+    with pytest.raises(RuntimeError, match=r"cannot load the cross-check tokenizer"):
+        MoonshineRecogniser(tmp_path, lazy=True).load()
+
+
 def test_missing_model_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match=r"lacks encoder_model\.onnx.*audio\.fetch_models"):
         MoonshineRecogniser(tmp_path).load()
