@@ -180,9 +180,9 @@ class MoonshineRecogniser:
 
         Decoding needs the vocabulary and the decoder rules, not the 32 000 BPE merges that encoding
         needs: without them it decodes every id sequence the same (tested) and weighs 4.6 MiB instead
-        of 17.7 (parsing the JSON here leaves ~8 MiB more in the heap). It is kept because loading it holds the GIL the whole time (the Rust library does not
-        release it): ~130 ms here, on every wake-up, in which the event loop could not run (a ``stop``
-        or a tap waited behind it)."""
+        of 17.7 (parsing the JSON here leaves ~8 MiB more in the heap). It is kept because loading it
+        holds the GIL the whole time (the Rust library does not release it): ~130 ms here, on every
+        wake-up, in which the event loop could not run (a ``stop`` or a tap waited behind it)."""
         if self._tokenizer is not None:
             return
         from tokenizers import Tokenizer
