@@ -76,8 +76,11 @@ def backoff_delay(attempt: int, min_s: float, max_s: float, rng: random.Random |
 
 
 def _is_tls_failure(err: BaseException) -> bool:
-    text = str(err)
-    return isinstance(err, ssl.SSLError) or "SSL" in text or "certificate" in text.lower()
+    """Whether ``err`` (or the paho error it carries as text) is TLS's: with TLS 1.3 a broker that
+    rejects the client certificate may just close the socket after the handshake, which reads as
+    "EOF occurred in violation of protocol (_ssl.c...)" rather than an "unknown ca" alert."""
+    text = str(err).lower()
+    return isinstance(err, ssl.SSLError) or "ssl" in text or "certificate" in text
 
 
 class MqttLink:
@@ -422,7 +425,8 @@ class MqttLink:
             )
         elif isinstance(err, ConnectionLost | OSError) and _is_tls_failure(err):
             _LOGGER.error(
-                "TLS with broker %s failed: %s (check ca_file / cert_file / key_file)",
+                "TLS with broker %s failed: %s (check ca_file / cert_file / key_file: the broker's CA, and a"
+                " client certificate the broker trusts)",
                 self.settings.broker,
                 err,
             )

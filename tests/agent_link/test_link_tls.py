@@ -120,3 +120,25 @@ async def test_tls_burst_of_commands_and_events_flows_without_stalling(
     finally:
         await link.shutdown(StatusMessage(online=False, boot=1), flush_timeout=1.0)
         await task
+
+
+@pytest.mark.parametrize(
+    ("error", "tls"),
+    [
+        # TLS 1.3: a broker rejecting the client certificate may only close the socket (paho's text)
+        (
+            "connect returned without a socket (failed to receive on socket: EOF occurred in violation "
+            "of protocol (_ssl.c:2427))",
+            True,
+        ),
+        ("[SSL: TLSV1_ALERT_UNKNOWN_CA] tlsv1 alert unknown ca (_ssl.c:2580)", True),
+        ("certificate verify failed: unable to get local issuer certificate", True),
+        ("connect returned without a socket ([Errno 111] Connection refused)", False),
+        ("keepalive: no PINGRESP in 30 s", False),
+    ],
+)
+def test_tls_failures_are_told_apart_from_other_losses(error: str, tls: bool) -> None:
+    from agent_link.link.connection import ConnectionLost
+    from agent_link.link.mqtt_link import _is_tls_failure
+
+    assert _is_tls_failure(ConnectionLost(error)) is tls
