@@ -132,6 +132,7 @@ def _serve(args: argparse.Namespace) -> int:
         await server.start()
         print(f"face page at {server.url} (Ctrl-C to stop)")
         controller = FaceController(settings, [server])
+        server.on_watched = controller.wake
         try:
             await _tour(controller, args.seconds)
         finally:

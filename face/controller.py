@@ -20,7 +20,8 @@ _LOGGER = logging.getLogger(__name__)
 
 
 class FaceController:
-    """Runs the face at ``settings.fps``: update the model with real dt, hand each frame to renderers."""
+    """Runs the face at ``settings.fps`` (``settings.idle_fps`` while no renderer is watched): update
+    the model with real dt, hand each frame to renderers."""
 
     def __init__(
         self,
@@ -34,6 +35,7 @@ class FaceController:
         self._renderers: list[Renderer] = list(renderers)
         self._model = FaceModel(settings, rng or random.Random())
         self._last = self._model.update(0.0)
+        self._nap: tuple[asyncio.Future[None], asyncio.TimerHandle] | None = None
         self.frames = 0
         """Frames rendered so far."""
 
@@ -92,9 +94,14 @@ class FaceController:
         self.frames += 1
         return params
 
+    @property
+    def period(self) -> float:
+        """Seconds to the next frame: ``1 / fps`` while a renderer is watched, else ``1 / idle_fps``."""
+        watched = any(renderer.watched for renderer in self._renderers)
+        return 1.0 / (self._settings.fps if watched else self._settings.idle_fps)
+
     async def run(self) -> None:
         """Frame loop until cancelled; closes the renderers on the way out."""
-        period = 1.0 / self._settings.fps
         last = time.monotonic()
         next_tick = last
         try:
@@ -106,14 +113,35 @@ class FaceController:
                     self.step(dt)
                 except Exception:
                     _LOGGER.exception("face frame failed")
+                period = self.period
                 next_tick += period
                 delay = next_tick - time.monotonic()
                 if delay < -period:  # fell behind (slow machine): don't try to catch up
                     next_tick = time.monotonic()
                     delay = 0.0
-                await asyncio.sleep(max(0.0, delay))
+                await self._sleep(max(0.0, delay))
         finally:
             self.close()
+
+    def wake(self) -> None:
+        """Render the next frame now (a renderer just became watched: leave the idle rate at once)."""
+        if self._nap is not None:
+            future, timer = self._nap
+            timer.cancel()
+            if not future.done():
+                future.set_result(None)
+
+    async def _sleep(self, delay: float) -> None:
+        """``asyncio.sleep(delay)`` that :meth:`wake` ends early (the same timer, no extra task)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        timer = loop.call_later(delay, _resolve, future)
+        self._nap = (future, timer)
+        try:
+            await future
+        finally:
+            timer.cancel()
+            self._nap = None
 
     def close(self) -> None:
         """Close every renderer (errors logged)."""
@@ -122,6 +150,11 @@ class FaceController:
                 renderer.close()
             except Exception:
                 _LOGGER.exception("closing face renderer %s failed", type(renderer).__name__)
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def resolve_emotion(name: str, aliases: dict[str, str]) -> str | None:

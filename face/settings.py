@@ -43,6 +43,11 @@ class FaceSettings:
     """Which renderer draws the face: "terminal", "browser", "pygame" or "none" (default "browser")."""
     fps: int = 30
     """Frames per second of the face loop (default 30)."""
+    idle_fps: int = 4
+    """Frames per second while no renderer is watched (renderer "none", or the browser face with no
+    page connected): the face keeps living but wakes the process less (a page that connects gets
+    the last frame at once and the full ``fps`` from the next frame, at most 1 / idle_fps later)
+    (default 4)."""
     browser_host: str = "127.0.0.1"
     """Address the browser face page is served on (default "127.0.0.1")."""
     browser_port: int = 8765
@@ -110,6 +115,7 @@ class FaceSettings:
                 f"must be one of {', '.join(RENDERERS)}",
             ),
             ("fps", self.fps >= 1, "must be >= 1"),
+            ("idle_fps", 1 <= self.idle_fps <= self.fps, f"must be between 1 and fps ({self.fps})"),
             (
                 "browser_port",
                 0 <= self.browser_port <= 65535,

@@ -54,11 +54,18 @@ class FaceWebServer:
         self._version = 0
         self._changed = asyncio.Event()
         self._clients: set[web.WebSocketResponse] = set()
+        self.on_watched: Callable[[], None] = lambda: None
+        """Called when the first page connects (``FaceController.wake``: back to the full rate now)."""
 
     @property
     def url(self) -> str:
         """The page's address (valid after ``start``; the real port when 0 was configured)."""
         return f"http://{self._settings.browser_host}:{self._port}/"
+
+    @property
+    def watched(self) -> bool:
+        """Renderer protocol: whether a page is connected (with none, frames go nowhere)."""
+        return bool(self._clients)
 
     @property
     def client_count(self) -> int:
@@ -120,6 +127,8 @@ class FaceWebServer:
         await ws.prepare(request)
         self._clients.add(ws)
         _LOGGER.info("face page connected (%d open)", len(self._clients))
+        if len(self._clients) == 1:
+            self.on_watched()
         sender = asyncio.create_task(self._send_frames(ws))
         try:
             await ws.send_str(json.dumps({"type": "hello", "text_box": self._settings.browser_text_box}))

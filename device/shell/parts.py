@@ -101,4 +101,7 @@ def make_face(
 ) -> tuple[FaceController, FaceWebServer | None]:
     """The face controller with the configured renderer, and the web server to start (browser face)."""
     renderers, server = make_renderers(config.face, on_tap, on_text)
-    return FaceController(config.face, renderers), server
+    controller = FaceController(config.face, renderers)
+    if server is not None:
+        server.on_watched = controller.wake  # a page that connects gets the full frame rate at once
+    return controller, server

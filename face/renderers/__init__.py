@@ -11,6 +11,11 @@ from ..params import FaceParams
 class Renderer(Protocol):
     """Something that draws a face frame. ``render`` is called from the event loop at frame rate."""
 
+    @property
+    def watched(self) -> bool:
+        """Whether anyone can see the frames now (a display: always; the browser face: while a page
+        is connected). While no renderer is watched the controller runs at ``FaceSettings.idle_fps``."""
+
     def render(self, params: FaceParams) -> None:
         """Draw one frame (must not block for long)."""
 

@@ -57,6 +57,11 @@ class PygameRenderer:
         """The display surface (for tests: ``pygame.image.save``)."""
         return self._screen
 
+    @property
+    def watched(self) -> bool:
+        """Renderer protocol: a display is always looked at."""
+        return True
+
     def render(self, params: FaceParams) -> None:
         """Handle input events, then draw and flip one frame."""
         if self._closed:

@@ -51,6 +51,11 @@ class TerminalRenderer:
         self._last_summary = ""
 
     @property
+    def watched(self) -> bool:
+        """Renderer protocol: a terminal is always looked at (the in-place face and the state lines)."""
+        return True
+
+    @property
     def is_tty(self) -> bool:
         """True when drawing in place; False when writing state lines."""
         return self._tty

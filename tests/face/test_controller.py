@@ -17,9 +17,10 @@ from face.state import EMOTIONS, FaceState
 
 
 class Recorder:
-    def __init__(self) -> None:
+    def __init__(self, watched: bool = True) -> None:
         self.frames: list[FaceParams] = []
         self.closed = False
+        self.watched = watched
 
     def render(self, params: FaceParams) -> None:
         self.frames.append(params)
@@ -66,6 +67,38 @@ async def test_run_renders_at_frame_rate_and_survives_a_failing_renderer(
     assert c.renderers == [good]
     assert "disabling it" in caplog.text
     assert c.snapshot() == good.frames[-1]
+
+
+async def test_unwatched_face_runs_at_the_idle_rate_until_a_renderer_is_watched() -> None:
+    seen = Recorder(watched=False)
+    c = FaceController(replace(FaceSettings(), fps=30, idle_fps=4), [seen], random.Random(1))
+    assert c.period == pytest.approx(1 / 4)
+    task = asyncio.create_task(c.run())
+    await asyncio.sleep(1.0)
+    idle_frames = len(seen.frames)
+    seen.watched = True
+    c.wake()  # what the browser face calls when a page connects: no wait for the idle frame
+    woke = len(seen.frames)
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    first_after_wake = len(seen.frames)
+    await asyncio.sleep(1.0)
+    watched_frames = len(seen.frames) - first_after_wake
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert 3 <= idle_frames <= 6, idle_frames  # 4 fps (+ the first frame), not 30
+    assert first_after_wake == woke + 1  # wake() rendered the next frame at once
+    assert watched_frames >= 20, watched_frames  # the full rate once watched
+    assert c.period == pytest.approx(1 / 30)
+
+
+def test_idle_fps_must_be_between_one_and_fps() -> None:
+    with pytest.raises(ValueError, match="idle_fps"):
+        replace(FaceSettings(), fps=10, idle_fps=12).validate()
+    with pytest.raises(ValueError, match="idle_fps"):
+        replace(FaceSettings(), idle_fps=0).validate()
+    replace(FaceSettings(), fps=10, idle_fps=10).validate()
 
 
 def test_play_visemes_converts_unix_start_to_model_delay() -> None:

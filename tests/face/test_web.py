@@ -133,6 +133,25 @@ async def test_server_ignores_bad_messages_and_keeps_serving() -> None:
         await server.stop()
 
 
+async def test_the_page_is_what_makes_the_browser_face_watched() -> None:
+    server = FaceWebServer(replace(FaceSettings(), browser_port=0), on_tap=lambda source: None)
+    woken: list[bool] = []
+    server.on_watched = lambda: woken.append(server.watched)
+    await server.start()
+    try:
+        assert not server.watched  # no page: the controller may idle
+        async with ClientSession() as http, http.ws_connect(server.url + "ws") as ws:
+            await ws.receive()  # hello
+            assert server.watched and woken == [True]  # the controller is woken as the page connects
+        for _ in range(100):
+            if not server.watched:
+                break
+            await asyncio.sleep(0.01)
+        assert not server.watched
+    finally:
+        await server.stop()
+
+
 async def test_port_in_use_is_a_clear_error() -> None:
     first = FaceWebServer(replace(FaceSettings(), browser_port=0), on_tap=lambda s: None)
     await first.start()
