@@ -27,9 +27,10 @@ Turn-taking (``hearing.turn_detector = "smart_turn"``): at the first ``turn_paus
 real speech (an endpointer ``TurnQuestion``) the end-of-turn model runs on its own thread and the
 Whisper decode of the audio so far starts beside it (speculative) -- unless the Whisper thread is
 still busy with an earlier pause's decode, then it starts only once the model says the turn may be
-complete. A probability under ``turn_threshold`` is "unfinished" at once; otherwise the model's
-probability and the transcript's words (``audio.hearing.turn``) give the verdict the endpointer
-gets. A turn that ends with no speech since the question (``turn_complete``, or the fallback
+complete. A probability under ``turn_threshold`` is "unfinished" at once (with the late check off);
+otherwise the model's probability and the transcript's words (``audio.hearing.turn``) give the
+verdict the endpointer gets. Unfinished to the model but done to the words (``late_complete``):
+the endpointer ends the turn if the pause lasts ``turn_late_ms``. A turn that ends with no speech since the question (``turn_complete``, or the fallback
 silence) takes that decode as its transcript: no second decode. Speech that resumes makes the
 question stale: its verdict is ignored and its decode cancelled -- not started, it never runs;
 running, it stops at its next stage (``DecodeCancelled``) and publishes nothing -- so the decode that
@@ -80,7 +81,7 @@ from audio.events import (
 from audio.hearing.echo_tail import EchoTail
 from audio.hearing.engine import Transcriber, Transcription
 from audio.hearing.settings import HearingSettings
-from audio.hearing.turn import turn_complete
+from audio.hearing.turn import late_complete, turn_complete
 from audio.hearing.turn_model import TurnModel, TurnVerdict, make_turn_model
 from audio.hearing.utterance_parts import join_transcriptions
 from audio.hearing.vad import (
@@ -199,6 +200,9 @@ class TurnAsk:
     """The answer came after speech resumed or the utterance ended: nothing was decided on it."""
     end_prob: float | None = None
     """The speculative decode's probability of a sentence mark after the last word."""
+    late: bool = False
+    """Unfinished to the model, but the late check (``hearing.turn_late_ms``) holds: the turn ends
+    if the pause lasts that long."""
 
 
 class Listener:
@@ -608,7 +612,8 @@ class Listener:
         except Exception as err:  # a model that fails leaves the turn to the fallback silence
             _LOGGER.error("end-of-turn model failed: %s", err)
             return
-        if verdict.probability < self.settings.turn_threshold:
+        late = self.settings.turn_late_ms > 0 and self.settings.turn_text_check == "words+end"
+        if verdict.probability < self.settings.turn_threshold and not late:
             # Unfinished whatever the words say: no decode needed for the verdict (one not started
             # yet never runs; a running one finishes and serves the fallback if nothing follows).
             if spec.decode is not None and spec.decode.cancel():
@@ -637,11 +642,19 @@ class Listener:
             self.settings.turn_text_check,
             end_prob=end_prob,
         )
+        # The model says unfinished, the words say done: end the turn if the pause lasts turn_late_ms.
+        late_ok = (
+            late and not stale and not complete and late_complete(text, end_prob, self.settings.turn_late_end)
+        )
         ask = TurnAsk(
-            spec.uid, spec.ask, verdict.probability, text, complete, verdict.cpu_ms, stale, end_prob
+            spec.uid, spec.ask, verdict.probability, text, complete, verdict.cpu_ms, stale, end_prob, late_ok
         )
         self.turn_asks.append(ask)
-        if not stale:
+        if late_ok:
+            self._handle(
+                self._segmenter.endpointer.verdict(spec.ask, True, after_ms=self.settings.turn_late_ms)
+            )
+        elif not stale:
             self._handle(self._segmenter.endpointer.verdict(spec.ask, complete))
 
     def _speculate(self, spec: _Speculation) -> None:

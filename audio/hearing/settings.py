@@ -179,6 +179,17 @@ class HearingSettings:
     sentence mark after the last word must be at least 0.4, ``audio.hearing.turn``) (default
     "words+end")."""
 
+    turn_late_ms: int = 390
+    """smart_turn with "words+end": silence after which a transcript that ends like a sentence (a
+    full stop, question or exclamation mark, not on a word no sentence ends on) with the decoder's
+    probability of that mark at least ``turn_late_end`` ends the turn whatever the model said (the
+    model calls some whole read sentences unfinished to the end: they waited for the fallback), in
+    milliseconds; 0 = off (default 390)."""
+
+    turn_late_end: float = 0.8
+    """smart_turn: the decoder's end probability (0..1) the late check (``turn_late_ms``) needs
+    (default 0.8)."""
+
     turn_model: str = ""
     """smart_turn: path of the Smart Turn v3 ONNX file; empty means the one ``python -m
     audio.fetch_models`` installed (default "")."""
@@ -285,6 +296,13 @@ class HearingSettings:
                 self.turn_text_check in TURN_TEXT_CHECKS,
                 f"must be one of {listed(TURN_TEXT_CHECKS)}",
             ),
+            (
+                "turn_late_ms",
+                self.turn_late_ms == 0 or self.turn_pause_ms < self.turn_late_ms < self.turn_fallback_ms,
+                f"must be 0 (off) or between turn_pause_ms ({self.turn_pause_ms}) and turn_fallback_ms"
+                f" ({self.turn_fallback_ms})",
+            ),
+            ("turn_late_end", 0.0 < self.turn_late_end <= 1.0, "must be in (0, 1]"),
             (
                 "echo_cancellation",
                 self.echo_cancellation in ECHO_CANCELLATION,

@@ -19,6 +19,13 @@ end on ("… out of", "… the North which") or without a full stop. ``turn_comp
   threshold at least ``UNCHECKED_THRESHOLD``.
 
 No transcript (the decode failed or heard nothing) leaves the model alone.
+
+``late_complete`` is the late check (``hearing.turn_late_ms``): after a longer silence the words
+alone may end a turn the model keeps calling unfinished -- a transcript that ends like a sentence
+whose end the decoder was sure of (``end_prob >= hearing.turn_late_end``). The model calls some
+whole read sentences unfinished to the end ("He was not an ill-disposed young man." p 0.03-0.21,
+end 0.85), which then waited for the fallback silence; first halves that read as whole sentences
+to the decoder have end probabilities of 0.3-0.6 mostly (docs/hearing.md has the replay).
 """
 
 from __future__ import annotations
@@ -120,3 +127,9 @@ def turn_complete(
     if hint == "open" and check in ("words+punctuation", "words+end"):
         return probability >= max(threshold, OPEN_THRESHOLD)
     return probability >= threshold
+
+
+def late_complete(text: str | None, end_prob: float | None, late_end: float) -> bool:
+    """The late check: ``text`` ends like a sentence (``text_hint`` "final") and the decoder's
+    probability of that sentence mark is at least ``late_end``."""
+    return text is not None and end_prob is not None and end_prob >= late_end and text_hint(text) == "final"

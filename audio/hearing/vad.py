@@ -185,6 +185,8 @@ class Endpointer:
         self._recent: deque[FloatArray] = deque(maxlen=max(1, TURN_CONTEXT_MS // fms))
         self._asks = 0
         self._open_ask: int | None = None
+        self._complete_at: int | None = None
+        """Silence (frames) at which the open question's late "complete" ends the utterance."""
         self._post_frames = min(self._end_frames, settings.post_roll_ms // fms)
         self._min_ms = settings.min_utterance_ms
         self._max_frames = max(1, settings.max_utterance_ms // fms)
@@ -229,6 +231,7 @@ class Endpointer:
         self._flags = []
         self._recent.clear()
         self._open_ask = None
+        self._complete_at = None
         self._silence_run = 0
         self._state = "idle"
         self._parts = 0
@@ -271,12 +274,16 @@ class Endpointer:
         self._silence_run = 0 if is_speech else self._silence_run + 1
         if is_speech:
             self._open_ask = None  # the user goes on: an answer about the pause comes too late
+            self._complete_at = None
+        elif self._complete_at is not None and self._silence_run >= self._complete_at:
+            return [self._finish(trailing=self._silence_run, end="turn_complete")]
         if self._silence_run >= self._end_frames:
             return [self._finish(trailing=self._silence_run, end="silence")]
         if self._part_frames_total + len(self._frames) >= self._max_frames:
             return [self._finish(trailing=0, end="max_length")]
         if len(self._frames) >= self._part_frames:
             self._open_ask = None  # the audio asked about is no longer what would be transcribed
+            self._complete_at = None
             return [self._cut_part()]
         if self.smart_turn and self._silence_run == self._pause_frames and self._real_speech():
             return [self._question()]
@@ -292,16 +299,23 @@ class Endpointer:
     def _question(self) -> TurnQuestion:
         self._asks += 1
         self._open_ask = self._asks
+        self._complete_at = None
         audio, ratio, end_offset = self._closing_audio(self._silence_run)
         context = np.concatenate(list(self._recent)).astype(np.float32)
         return TurnQuestion(
             ask=self._asks, audio=audio, context=context, speech_ratio=ratio, end_offset=end_offset
         )
 
-    def verdict(self, ask: int, complete: bool) -> list[EndpointerEvent]:
-        """The end-of-turn model's answer to ``TurnQuestion`` ``ask``: complete → the utterance ends
-        now (``end="turn_complete"``) if that pause still goes on; otherwise (unfinished, stale) nothing."""
+    def verdict(self, ask: int, complete: bool, after_ms: int = 0) -> list[EndpointerEvent]:
+        """The answer to ``TurnQuestion`` ``ask``: complete → the utterance ends (``end=
+        "turn_complete"``) if that pause still goes on -- now, or with ``after_ms`` (the late check)
+        once the pause has lasted that long, unless speech resumes first; otherwise (unfinished,
+        stale) nothing."""
         if not complete or ask != self._open_ask or self._state != "speech":
+            return []
+        frames = -(-after_ms // self.frame_ms)
+        if self._silence_run < frames:
+            self._complete_at = frames
             return []
         return [self._finish(trailing=self._silence_run, end="turn_complete")]
 

@@ -309,15 +309,17 @@ def print_details(name: str, outcomes: list[Outcome]) -> None:
 
 
 def parse_config(spec: str, base: HearingSettings) -> tuple[str, HearingSettings]:
-    """``silence`` or ``smart_turn[:TEXT_CHECK[:THRESHOLD[:PAUSE_MS]]]`` → (label, settings)."""
+    """``silence`` or ``smart_turn[:TEXT_CHECK[:THRESHOLD[:PAUSE_MS[:LATE_MS]]]]`` → (label,
+    settings); LATE_MS is ``turn_late_ms`` (0: no late check)."""
     detector, _, rest = spec.partition(":")
     check, _, rest = rest.partition(":")
-    threshold, _, pause = rest.partition(":")
+    threshold, _, rest = rest.partition(":")
+    pause, _, late = rest.partition(":")
     if detector == "silence":
         return "silence", replace(base, turn_detector="silence")
     if detector != "smart_turn":
         raise ValueError(
-            f"unknown detector {detector!r} (use smart_turn[:CHECK[:THRESHOLD[:PAUSE_MS]]] or silence)"
+            f"unknown detector {detector!r} (use smart_turn[:CHECK[:THRESHOLD[:PAUSE_MS[:LATE_MS]]]] or silence)"
         )
     s = replace(
         base,
@@ -325,9 +327,10 @@ def parse_config(spec: str, base: HearingSettings) -> tuple[str, HearingSettings
         turn_text_check=check or base.turn_text_check,
         turn_threshold=float(threshold) if threshold else base.turn_threshold,
         turn_pause_ms=int(pause) if pause else base.turn_pause_ms,
+        turn_late_ms=int(late) if late else base.turn_late_ms,
     )
     s.validate()
-    return f"smart_turn:{s.turn_text_check}:{s.turn_threshold:g}:{s.turn_pause_ms}", s
+    return f"smart_turn:{s.turn_text_check}:{s.turn_threshold:g}:{s.turn_pause_ms}:{s.turn_late_ms}", s
 
 
 def dump_asks(path: Path, name: str, outcomes: list[Outcome]) -> None:

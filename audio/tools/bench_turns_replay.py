@@ -34,7 +34,7 @@ import numpy as np
 
 from audio.hearing.engine import Transcriber
 from audio.hearing.settings import HearingSettings
-from audio.hearing.turn import END_MIN, SURE, turn_complete
+from audio.hearing.turn import END_MIN, SURE, text_hint, turn_complete
 from audio.hearing.turn_model import TurnModel
 from audio.hearing.vad import FrameSegmenter, TurnQuestion, UtteranceBegan, UtteranceComplete, UtterancePart
 from audio.tools.bench_turns import RATE, Clip
@@ -168,12 +168,17 @@ class Rule:
     check: str = "words+end"
     end_min: float = END_MIN
     sure: float = SURE
+    late: int = 0
+    """The late text check: at this silence (frames; 0 = none) a transcript that ends like a sentence
+    with ``end_prob >= late_end`` ends the turn whatever the model said."""
+    late_end: float = 1.01
 
     def label(self) -> str:
         re = "+".join(str(r) for r in self.reask) or "-"
+        late = f" L{self.late}@{self.late_end:g}" if self.late else ""
         return (
             f"ask{self.ask} re{re} dec{self.decode} {self.check} t{self.threshold:g} e{self.end_min:g} "
-            f"s{self.sure:g}"
+            f"s{self.sure:g}{late}"
         )
 
 
@@ -204,6 +209,12 @@ def _decision(rule: Rule, pause: dict[str, Any], frame_ms: int) -> tuple[int, fl
             if pause["resumed"] and (r * frame_ms + VERDICT_DELAY_MS) > pause["run"] * frame_ms:
                 continue  # the answer comes after speech resumed: stale
             return r, ready
+    if rule.late and text is not None and end_prob is not None and text_hint(text) == "final":
+        lasted = pause["run"] > rule.late or not pause["resumed"]
+        if lasted and end_prob >= rule.late_end:
+            return rule.late, max(
+                rule.late * frame_ms, rule.decode * frame_ms + (dec["decode_ms"] if dec else 0.0)
+            )
     return None
 
 
@@ -266,7 +277,18 @@ def default_rule(settings: HearingSettings) -> Rule:
     """The rule the runtime runs with ``settings`` (the decode of the cache nearest its pause)."""
     ask = max(1, settings.turn_pause_ms // settings.block_ms)
     decode = max(f for f in DECODE_FRAMES if f <= ask) if ask >= DECODE_FRAMES[0] else DECODE_FRAMES[0]
-    return Rule(ask, (), decode, settings.turn_threshold, settings.turn_text_check, END_MIN, SURE)
+    late = -(-settings.turn_late_ms // settings.block_ms) if settings.turn_text_check == "words+end" else 0
+    return Rule(
+        ask,
+        (),
+        decode,
+        settings.turn_threshold,
+        settings.turn_text_check,
+        END_MIN,
+        SURE,
+        late,
+        settings.turn_late_end,
+    )
 
 
 def rules() -> Iterable[Rule]:
@@ -282,6 +304,10 @@ def rules() -> Iterable[Rule]:
         (0.9, 0.97, 1.01),
     ):
         yield Rule(ask, reask, 3 if ask < 6 else 6, threshold, "words+end", end_min, sure)
+    for ask, threshold, end_min, late, late_end in itertools.product(
+        (3, 4, 5), (0.2, 0.3, 0.5), (0.3, 0.4, 0.5, 0.6), (13, 17, 23), (0.6, 0.7, 0.8, 0.9, 0.95)
+    ):
+        yield Rule(ask, (), 3, threshold, "words+end", end_min, SURE, late, late_end)
 
 
 def fmt(row: dict[str, Any]) -> str:
@@ -319,5 +345,5 @@ def replay_cache(path: Path, settings: HearingSettings | None = None) -> None:
             print(f"  {tag:<8} tune {fmt(score(r, tune, frame_ms))}")
             print(f"  {'':<8} held {fmt(score(r, held, frame_ms))[50:]}")
     print(f"== all ({len(clips)} clips)")
-    for r in [PREVIOUS, replace(PREVIOUS, check="off"), default]:
+    for r in [PREVIOUS, replace(PREVIOUS, check="off"), replace(default, late=0), default]:
         print("  " + fmt(score(r, clips, frame_ms)))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from audio.hearing.turn import OPEN_THRESHOLD, text_hint, turn_complete
+from audio.hearing.turn import OPEN_THRESHOLD, late_complete, text_hint, turn_complete
 
 
 @pytest.mark.parametrize(
@@ -74,3 +74,35 @@ def test_words_end_below_the_threshold_waits_whatever_the_decoder_says() -> None
 def test_words_end_without_an_end_probability_is_words_punctuation() -> None:
     for p, text in [(0.6, "Turn on the lights."), (0.6, "and so my fellow"), (0.95, "and so my fellow")]:
         assert turn_complete(p, text, 0.5, "words+end") == turn_complete(p, text, 0.5, "words+punctuation")
+
+
+@pytest.mark.parametrize(
+    ("text", "end_prob", "done"),
+    [
+        ("He was not an ill disposed young man.", 0.85, True),
+        ("He was not an ill disposed young man.", 0.79, False),  # the decoder not sure of the end
+        ("Feels like these days go on forever", 0.95, False),  # no sentence mark
+        ("I would like to go to the...", 0.95, False),  # an ellipsis
+        ("Can we do the.", 0.95, False),  # a word no sentence ends on
+        ("Can we do the fitness one?", 0.9, True),
+        ("Can we do the fitness one?", None, False),  # no end probability (another engine)
+        (None, 0.9, False),  # no transcript
+    ],
+)
+def test_late_check_needs_a_finished_sentence_the_decoder_is_sure_of(
+    text: str | None, end_prob: float | None, done: bool
+) -> None:
+    assert late_complete(text, end_prob, 0.8) is done
+
+
+def test_bench_configs_name_the_late_check() -> None:
+    from audio.hearing.settings import HearingSettings
+    from audio.tools.bench_turns import parse_config
+
+    base = HearingSettings()
+    label, s = parse_config("smart_turn", base)
+    assert label == f"smart_turn:words+end:0.3:120:{base.turn_late_ms}" and s.turn_late_ms == base.turn_late_ms
+    label, s = parse_config("smart_turn:words+end:0.3:120:0", base)
+    assert label.endswith(":0") and s.turn_late_ms == 0
+    with pytest.raises(ValueError, match="turn_late_ms"):
+        parse_config("smart_turn:words+end:0.3:120:2000", base)  # past the fallback

@@ -17,6 +17,7 @@ from audio.events import AudioEvent, SpeechEnded, SpeechStarted, Transcribed, Ut
 from audio.hearing.listener import Listener
 from audio.hearing.settings import HearingSettings
 from audio.hearing.stt import CancelToken, DecodeCancelled, Transcription
+from audio.hearing.turn import late_complete
 from audio.hearing.turn_model import SmartTurnModel, TurnVerdict, default_model_path
 from audio.hearing.whisper_stt import WhisperTranscriber
 from audio.tools.bench_turns import hesitation
@@ -117,10 +118,13 @@ async def listen(
     fallback_ms: int = FALLBACK_MS,
     noise_db: float = -65.0,
     threshold: float | None = None,
+    late_ms: int | None = None,
 ) -> tuple[Listener, Events]:
     settings = HearingSettings(turn_detector="smart_turn", turn_fallback_ms=fallback_ms)
     if threshold is not None:
         settings = replace(settings, turn_threshold=threshold)
+    if late_ms is not None:
+        settings = replace(settings, turn_late_ms=late_ms)
     mic = SimulatedMicrophone(speed=1.0, noise_db=noise_db)
     rec = Events()
     ids = itertools.count(1)
@@ -243,13 +247,13 @@ async def test_stale_speculative_decodes_are_cancelled_and_the_whole_sentence_co
 async def test_a_turn_ended_by_the_fallback_takes_its_speculative_decode_uncancelled(
     hearing_transcriber: WhisperTranscriber, turn_model: SmartTurnModel, jfk: FloatArray
 ) -> None:
-    """Threshold 1.0: the model never calls the turn complete, so the fallback silence ends it. No
-    speech came since the question at the last pause, so the decode started there (the Whisper
-    thread idle: it runs beside the model) is the transcript -- not cancelled when the utterance
-    closes, and no second decode of the same audio."""
+    """Threshold 1.0 and no late check: the model never calls the turn complete, so the fallback
+    silence ends it. No speech came since the question at the last pause, so the decode started
+    there (the Whisper thread idle: it runs beside the model) is the transcript -- not cancelled
+    when the utterance closes, and no second decode of the same audio."""
     stt, model = Counting(hearing_transcriber), CountingModel(turn_model)
     listener, rec = await listen(
-        jfk, stt, model, fallback_ms=HearingSettings().turn_fallback_ms, threshold=1.0
+        jfk, stt, model, fallback_ms=HearingSettings().turn_fallback_ms, threshold=1.0, late_ms=0
     )
     (ended,) = rec.of(SpeechEnded)
     (done,) = rec.of(Transcribed)
@@ -259,3 +263,30 @@ async def test_a_turn_ended_by_the_fallback_takes_its_speculative_decode_uncance
     assert asks and not any(a.complete for a in asks), asks
     assert stt.tokens and not stt.tokens[-1].is_set() and not stt.cancelled
     assert len(stt.calls) == len(stt.tokens), stt.calls  # every decode was a speculative one
+
+
+async def test_the_late_check_ends_a_turn_the_model_calls_unfinished_when_the_words_are_done(
+    hearing_transcriber: WhisperTranscriber, turn_model: SmartTurnModel, jfk: FloatArray
+) -> None:
+    """Threshold 1.0: the model never calls the turn complete. With the late check on, the
+    speculative decode still runs; when it ends like a sentence the decoder is sure of (what
+    ``late_complete`` says of the last question's text and end probability) the turn ends
+    ``turn_complete`` once the pause has lasted ``turn_late_ms`` -- well before the fallback -- and
+    that decode is the transcript; otherwise the fallback ends it."""
+    late_ms = HearingSettings().turn_late_ms
+    stt, model = Counting(hearing_transcriber), CountingModel(turn_model)
+    listener, rec = await listen(jfk, stt, model, fallback_ms=FALLBACK_MS, threshold=1.0)
+    (ended,) = rec.of(SpeechEnded)
+    (done,) = rec.of(Transcribed)
+    assert isinstance(ended, SpeechEnded) and isinstance(done, Transcribed)
+    assert len(rec.of(SpeechStarted)) == 1
+    last = list(listener.turn_asks)[-1]
+    assert not last.complete and not last.stale  # the model alone kept it open
+    decided_ms = 1000 * (rec.at[rec.events.index(ended)] - ended.ts)
+    if late_complete(last.text, last.end_prob, HearingSettings().turn_late_end):
+        assert last.late and ended.end == "turn_complete"
+        assert late_ms - 60 <= decided_ms < FALLBACK_MS, decided_ms  # not before the late silence
+        assert len(stt.calls) == len(stt.tokens)  # the speculative decode is the transcript
+    else:  # the words were not done either: the fallback
+        assert not last.late and ended.end == "silence", last
+    assert "what your country" in done.text.lower()

@@ -268,6 +268,36 @@ def test_late_complete_verdict_after_speech_resumed_is_ignored(settings: Hearing
     assert ep.open_question is None and ep.verdict(q.ask, True) == [] and ep.in_speech
 
 
+def test_a_complete_verdict_after_ms_ends_the_turn_once_the_pause_lasts_that_long(
+    settings: HearingSettings,
+) -> None:
+    """The late check's verdict: ``after_ms`` of silence (15 frames) ends the utterance, with the
+    question's audio (its decode is the transcript); speech first cancels it; a pause already that
+    long ends at once."""
+    ep = Endpointer(smart(settings))
+    events = run(ep, "." * 10 + "s" * 20 + "." * 8)  # the question at the 6th silent frame
+    (q,) = [e for _, e in events if isinstance(e, TurnQuestion)]
+    assert ep.verdict(q.ask, True, after_ms=15 * 30) == []  # 8 silent frames so far: not yet
+    ended = run(ep, "." * 10)
+    (i, done), *rest = [(i, e) for i, e in ended if isinstance(e, UtteranceComplete)]
+    assert not rest and i == 15 - 8 - 1  # the 15th silent frame
+    assert done.end == "turn_complete" and done.asked == q.ask and np.array_equal(done.audio, q.audio)
+
+    ep = Endpointer(smart(settings))
+    events = run(ep, "." * 10 + "s" * 20 + "." * 8)
+    (q,) = [e for _, e in events if isinstance(e, TurnQuestion)]
+    assert ep.verdict(q.ask, True, after_ms=15 * 30) == []
+    after = run(ep, "s" * 3 + "." * 25)  # the user goes on: the late verdict is gone, the fallback decides
+    completes = [(i, e) for i, e in after if isinstance(e, UtteranceComplete)]
+    assert completes == [] and ep.in_speech  # 25 < 30 silent frames: still open (a new question asked)
+
+    ep = Endpointer(smart(settings))
+    events = run(ep, "." * 10 + "s" * 20 + "." * 20)
+    (q,) = [e for _, e in events if isinstance(e, TurnQuestion)]
+    (late,) = ep.verdict(q.ask, True, after_ms=15 * 30)  # the decode came late: the pause is longer
+    assert isinstance(late, UtteranceComplete) and late.end == "turn_complete"
+
+
 def test_unanswered_or_unfinished_pause_ends_at_the_fallback(settings: HearingSettings) -> None:
     for answers in ({}, {1: False}):
         events = drive(Endpointer(smart(settings)), "." * 10 + "s" * 20 + "." * 40, answers)
