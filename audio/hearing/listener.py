@@ -85,7 +85,6 @@ from audio.hearing.turn import late_complete, turn_complete
 from audio.hearing.turn_model import TurnModel, TurnVerdict, make_turn_model
 from audio.hearing.utterance_parts import join_transcriptions
 from audio.hearing.vad import (
-    DecodeAhead,
     Endpointer,
     EndpointerEvent,
     FrameSegmenter,
@@ -181,21 +180,9 @@ class _Speculation:
     """On the Whisper thread."""
     model: asyncio.Future[TurnVerdict]
     question: TurnQuestion
-    ahead: bool = False
-    """The decode started at ``turn_decode_ms``, before the question (``DecodeAhead``)."""
     cancel: threading.Event = field(default_factory=threading.Event)
     """Set when the question goes stale (speech resumed, the utterance ended otherwise): the decode
     stops at its next stage and raises ``DecodeCancelled`` (it is never published)."""
-
-
-@dataclass(slots=True)
-class _Ahead:
-    """A speculative decode started at ``turn_decode_ms``, before the question (``DecodeAhead``)."""
-
-    uid: str
-    end_offset: int
-    decode: Future[Transcription]
-    cancel: threading.Event
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,8 +200,6 @@ class TurnAsk:
     """The answer came after speech resumed or the utterance ended: nothing was decided on it."""
     end_prob: float | None = None
     """The speculative decode's probability of a sentence mark after the last word."""
-    ahead: bool = False
-    """The speculative decode had started before the question (at ``turn_decode_ms``)."""
     late: bool = False
     """Unfinished to the model, but the late check (``hearing.turn_late_ms``) holds: the turn ends
     if the pause lasts that long."""
@@ -259,7 +244,6 @@ class Listener:
             self._turn_model = loaded
         self._turn_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="turn")
         self._spec: _Speculation | None = None
-        self._ahead: _Ahead | None = None
         self._whisper_jobs: dict[Future[Transcription], threading.Event | None] = {}
         """Decodes queued or running on the Whisper thread, with their cancel tokens."""
         self.turn_asks: deque[TurnAsk] = deque(maxlen=1000)
@@ -519,8 +503,6 @@ class Listener:
             and not any(isinstance(ev, UtteranceComplete) for ev in events)  # `_complete` decides
         ):
             self._drop_spec()  # the user went on speaking after the pause
-        if self._ahead is not None and self._segmenter.endpointer.silence_frames == 0:
-            self._drop_ahead()  # the user went on before the question: that decode is stale
         self._handle(events)
         if self._near_speech is not None:
             self._near_speech.near_speech = self._utterance is not None
@@ -575,9 +557,6 @@ class Listener:
             elif isinstance(ev, TurnQuestion):
                 if self._utterance is not None:
                     self._ask(self._utterance, ev)
-            elif isinstance(ev, DecodeAhead):
-                if self._utterance is not None:
-                    self._decode_ahead(self._utterance, ev)
             elif isinstance(ev, UtteranceComplete):
                 self._complete(ev)
             elif isinstance(ev, UtteranceRejected):
@@ -591,7 +570,6 @@ class Listener:
                 self._emit(UtteranceFailed(utterance=uid, reason=ev.reason, detail=detail, ts=now))
 
     def _complete(self, ev: UtteranceComplete) -> None:
-        self._drop_ahead()  # ended before its question (a part cut, max_length): not this audio
         uid, self._utterance = self._utterance, None
         parts, self._parts = self._parts, []
         spec, self._spec = self._spec, None
@@ -621,42 +599,11 @@ class Listener:
         loop = asyncio.get_running_loop()
         model = loop.run_in_executor(self._turn_executor, self._turn_model.predict, q.context)
         self._spec = _Speculation(uid=uid, ask=q.ask, decode=None, model=model, question=q)
-        ahead, self._ahead = self._ahead, None
-        if ahead is not None and ahead.uid == uid and ahead.end_offset == q.end_offset:
-            # The same pause, no speech since: the decode started at turn_decode_ms serves the question.
-            self._spec.decode, self._spec.cancel, self._spec.ahead = ahead.decode, ahead.cancel, True
-        else:
-            if ahead is not None:
-                self._cancel_ahead(ahead)
-            if self._whisper_free():
-                self._speculate(self._spec)
+        if not any(not f.done() and not (c and c.is_set()) for f, c in self._whisper_jobs.items()):
+            self._speculate(self._spec)
         task = asyncio.create_task(self._judge(self._spec), name=f"turn-{uid}-{q.ask}")
         self._decodes.add(task)
         task.add_done_callback(self._decodes.discard)
-
-    def _whisper_free(self) -> bool:
-        """No decode running or queued on the Whisper thread but ones already told to stop."""
-        return not any(not f.done() and not (c and c.is_set()) for f, c in self._whisper_jobs.items())
-
-    def _decode_ahead(self, uid: str, ev: DecodeAhead) -> None:
-        """A pause of ``turn_decode_ms``: start the speculative decode now if the Whisper thread is
-        free (the question at ``turn_pause_ms`` takes it over if no speech came since)."""
-        if self._turn_model is None or not len(ev.audio):
-            return
-        self._drop_ahead()
-        if self._whisper_free():
-            cancel = threading.Event()
-            self._ahead = _Ahead(uid, ev.end_offset, self._whisper(ev.audio, ev.speech_ratio, cancel), cancel)
-
-    def _drop_ahead(self) -> None:
-        ahead, self._ahead = self._ahead, None
-        if ahead is not None:
-            self._cancel_ahead(ahead)
-
-    @staticmethod
-    def _cancel_ahead(ahead: _Ahead) -> None:
-        ahead.cancel.set()
-        ahead.decode.cancel()
 
     async def _judge(self, spec: _Speculation) -> None:
         """Wait for the model (and, if the verdict uses it, the decode), then tell the endpointer."""
@@ -673,16 +620,7 @@ class Listener:
                 spec.decode = None
             stale = self._spec is not spec
             self.turn_asks.append(
-                TurnAsk(
-                    spec.uid,
-                    spec.ask,
-                    verdict.probability,
-                    None,
-                    False,
-                    verdict.cpu_ms,
-                    stale,
-                    ahead=spec.ahead,
-                )
+                TurnAsk(spec.uid, spec.ask, verdict.probability, None, False, verdict.cpu_ms, stale)
             )
             return
         if spec.decode is None and self._spec is spec:
@@ -709,16 +647,7 @@ class Listener:
             late and not stale and not complete and late_complete(text, end_prob, self.settings.turn_late_end)
         )
         ask = TurnAsk(
-            spec.uid,
-            spec.ask,
-            verdict.probability,
-            text,
-            complete,
-            verdict.cpu_ms,
-            stale,
-            end_prob,
-            ahead=spec.ahead,
-            late=late_ok,
+            spec.uid, spec.ask, verdict.probability, text, complete, verdict.cpu_ms, stale, end_prob, late_ok
         )
         self.turn_asks.append(ask)
         if late_ok:
@@ -767,7 +696,6 @@ class Listener:
         uid, self._utterance = self._utterance, None
         self._drop_parts()
         self._drop_spec()
-        self._drop_ahead()
         self._segmenter.reset()
         if uid is not None:
             self._emit(UtteranceFailed(utterance=uid, reason="interrupted", detail=detail, ts=time.time()))

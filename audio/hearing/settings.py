@@ -162,12 +162,6 @@ class HearingSettings:
     """smart_turn: silence after speech that asks the model, in milliseconds; the speculative decode
     starts then too (default 120)."""
 
-    turn_decode_ms: int = 60
-    """smart_turn: silence after speech at which the speculative decode starts, in milliseconds, at
-    most ``turn_pause_ms``: before the model is asked, so that its text is in when the verdict
-    needs it (the decode is the latency of a turn: ~100-300 ms here); one the user speaks on past
-    stops at its next stage. ``turn_pause_ms`` = with the question (default 60)."""
-
     turn_threshold: float = 0.3
     """smart_turn: the model's probability (0..1) at or above which the turn may be complete; with
     "words+end" the decoder must also expect the sentence to end there, and without that signal
@@ -291,11 +285,6 @@ class HearingSettings:
                 f"must be one of {listed(TURN_DETECTORS)}",
             ),
             ("turn_pause_ms", self.turn_pause_ms > 0, "must be > 0"),
-            (
-                "turn_decode_ms",
-                0 < self.turn_decode_ms <= self.turn_pause_ms,
-                f"must be in 1..turn_pause_ms ({self.turn_pause_ms})",
-            ),
             ("turn_threshold", 0.0 < self.turn_threshold <= 1.0, "must be in (0, 1]"),
             (
                 "turn_fallback_ms",

@@ -98,18 +98,6 @@ class TurnQuestion:
 
 
 @dataclass(frozen=True, slots=True)
-class DecodeAhead:
-    """A pause of ``turn_decode_ms`` after real speech, shorter than the question's: the audio an
-    utterance ending now would hold, for a speculative decode started before the model is asked
-    (``TurnQuestion`` with the same ``end_offset`` follows if the pause lasts)."""
-
-    audio: FloatArray
-    speech_ratio: float
-    end_offset: int
-    """Stream sample index just after the last speech frame."""
-
-
-@dataclass(frozen=True, slots=True)
 class UtteranceRejected:
     """The utterance in progress was dropped (too short)."""
 
@@ -117,9 +105,7 @@ class UtteranceRejected:
     speech_ms: int
 
 
-EndpointerEvent = (
-    UtteranceBegan | UtterancePart | UtteranceComplete | UtteranceRejected | TurnQuestion | DecodeAhead
-)
+EndpointerEvent = UtteranceBegan | UtterancePart | UtteranceComplete | UtteranceRejected | TurnQuestion
 
 TURN_CONTEXT_MS = 8000
 """Audio kept for the end-of-turn model (Smart Turn reads the last 8 s)."""
@@ -196,7 +182,6 @@ class Endpointer:
         """Non-speech that ends an utterance in any case, in ms (the fallback with ``smart_turn``)."""
         self._end_frames = max(1, end_ms // fms)
         self._pause_frames = max(1, settings.turn_pause_ms // fms)
-        self._decode_frames = max(1, settings.turn_decode_ms // fms)
         self._recent: deque[FloatArray] = deque(maxlen=max(1, TURN_CONTEXT_MS // fms))
         self._asks = 0
         self._open_ask: int | None = None
@@ -232,11 +217,6 @@ class Endpointer:
     def in_speech(self) -> bool:
         """Whether an utterance is in progress."""
         return self._state == "speech"
-
-    @property
-    def silence_frames(self) -> int:
-        """Non-speech frames since the last speech frame of the utterance in progress (0 in speech)."""
-        return self._silence_run
 
     @property
     def open_question(self) -> int | None:
@@ -307,13 +287,6 @@ class Endpointer:
             return [self._cut_part()]
         if self.smart_turn and self._silence_run == self._pause_frames and self._real_speech():
             return [self._question()]
-        if (
-            self.smart_turn
-            and self._silence_run == self._decode_frames < self._pause_frames
-            and self._real_speech()
-        ):
-            audio, ratio, end_offset = self._closing_audio(self._silence_run)
-            return [DecodeAhead(audio=audio, speech_ratio=ratio, end_offset=end_offset)]
         return []
 
     def _real_speech(self) -> bool:

@@ -309,20 +309,17 @@ def print_details(name: str, outcomes: list[Outcome]) -> None:
 
 
 def parse_config(spec: str, base: HearingSettings) -> tuple[str, HearingSettings]:
-    """``silence`` or ``smart_turn[:TEXT_CHECK[:THRESHOLD[:PAUSE_MS[:LATE_MS[:DECODE_MS]]]]]`` →
-    (label, settings); LATE_MS is ``turn_late_ms`` (0: no late check), DECODE_MS ``turn_decode_ms``
-    (PAUSE_MS: the decode starts with the question)."""
+    """``silence`` or ``smart_turn[:TEXT_CHECK[:THRESHOLD[:PAUSE_MS[:LATE_MS]]]]`` → (label,
+    settings); LATE_MS is ``turn_late_ms`` (0: no late check)."""
     detector, _, rest = spec.partition(":")
     check, _, rest = rest.partition(":")
     threshold, _, rest = rest.partition(":")
-    pause, _, rest = rest.partition(":")
-    late, _, decode = rest.partition(":")
+    pause, _, late = rest.partition(":")
     if detector == "silence":
         return "silence", replace(base, turn_detector="silence")
     if detector != "smart_turn":
         raise ValueError(
-            f"unknown detector {detector!r} (use smart_turn[:CHECK[:THRESHOLD[:PAUSE_MS[:LATE_MS[:DECODE_MS]]]]]"
-            " or silence)"
+            f"unknown detector {detector!r} (use smart_turn[:CHECK[:THRESHOLD[:PAUSE_MS[:LATE_MS]]]] or silence)"
         )
     s = replace(
         base,
@@ -331,13 +328,9 @@ def parse_config(spec: str, base: HearingSettings) -> tuple[str, HearingSettings
         turn_threshold=float(threshold) if threshold else base.turn_threshold,
         turn_pause_ms=int(pause) if pause else base.turn_pause_ms,
         turn_late_ms=int(late) if late else base.turn_late_ms,
-        turn_decode_ms=int(decode)
-        if decode
-        else min(base.turn_decode_ms, int(pause) if pause else base.turn_pause_ms),
     )
     s.validate()
-    label = f"{s.turn_text_check}:{s.turn_threshold:g}:{s.turn_pause_ms}:{s.turn_late_ms}:{s.turn_decode_ms}"
-    return f"smart_turn:{label}", s
+    return f"smart_turn:{s.turn_text_check}:{s.turn_threshold:g}:{s.turn_pause_ms}:{s.turn_late_ms}", s
 
 
 def dump_asks(path: Path, name: str, outcomes: list[Outcome]) -> None:

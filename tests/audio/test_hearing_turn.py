@@ -95,15 +95,14 @@ def test_late_check_needs_a_finished_sentence_the_decoder_is_sure_of(
     assert late_complete(text, end_prob, 0.8) is done
 
 
-def test_bench_configs_name_the_late_check_and_the_decode_ahead() -> None:
+def test_bench_configs_name_the_late_check() -> None:
     from audio.hearing.settings import HearingSettings
     from audio.tools.bench_turns import parse_config
 
     base = HearingSettings()
     label, s = parse_config("smart_turn", base)
-    assert label == f"smart_turn:words+end:0.3:120:{base.turn_late_ms}:{base.turn_decode_ms}"
-    assert s.turn_late_ms == base.turn_late_ms
-    label, s = parse_config("smart_turn:words+end:0.3:120:0:120", base)
-    assert label.endswith(":0:120") and s.turn_late_ms == 0 and s.turn_decode_ms == 120
+    assert label == f"smart_turn:words+end:0.3:120:{base.turn_late_ms}" and s.turn_late_ms == base.turn_late_ms
+    label, s = parse_config("smart_turn:words+end:0.3:120:0", base)
+    assert label.endswith(":0") and s.turn_late_ms == 0
     with pytest.raises(ValueError, match="turn_late_ms"):
         parse_config("smart_turn:words+end:0.3:120:2000", base)  # past the fallback

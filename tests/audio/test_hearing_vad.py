@@ -9,7 +9,6 @@ import pytest
 
 from audio.hearing.settings import HearingSettings
 from audio.hearing.vad import (
-    DecodeAhead,
     Endpointer,
     EndpointerEvent,
     SpeechDetector,
@@ -210,11 +209,8 @@ def test_detector_accepts_speech(hearing_say) -> None:  # type: ignore[no-untype
 
 # ---- turn-taking: the endpointer fed frames and the model's verdicts -------------------------------
 def smart(settings: HearingSettings) -> HearingSettings:
-    """smart_turn: a 6-frame (180 ms) pause asks (the decode with it), 30 frames (900 ms) of silence
-    end anyway."""
-    return replace(
-        settings, turn_detector="smart_turn", turn_pause_ms=180, turn_decode_ms=180, turn_fallback_ms=900
-    )
+    """smart_turn: a 6-frame (180 ms) pause asks, 30 frames (900 ms) of silence end anyway."""
+    return replace(settings, turn_detector="smart_turn", turn_pause_ms=180, turn_fallback_ms=900)
 
 
 def drive(
@@ -270,22 +266,6 @@ def test_late_complete_verdict_after_speech_resumed_is_ignored(settings: Hearing
     assert ep.open_question == q.ask
     run(ep, "ss")  # the user goes on before the answer arrives
     assert ep.open_question is None and ep.verdict(q.ask, True) == [] and ep.in_speech
-
-
-def test_the_decode_starts_ahead_of_the_question_with_the_same_pause(settings: HearingSettings) -> None:
-    """``turn_decode_ms`` (2 frames) < ``turn_pause_ms`` (6): a ``DecodeAhead`` at the 2nd silent
-    frame, with the audio and end offset of the question that follows if the pause lasts; none
-    for a pause shorter than that, none for silence without speech."""
-    ep = Endpointer(replace(smart(settings), turn_decode_ms=60))
-    events = run(ep, "." * 10 + "s" * 20 + "." + "s" * 5 + "." * 8)
-    kinds_ = [type(e) for _, e in events]
-    assert kinds_ == [UtteranceBegan, DecodeAhead, TurnQuestion], kinds_  # the 1-frame gap: nothing
-    (ia, ahead), (iq, q) = [(i, e) for i, e in events if isinstance(e, DecodeAhead | TurnQuestion)]
-    assert isinstance(ahead, DecodeAhead) and isinstance(q, TurnQuestion)
-    assert ia == 36 + 2 - 1 and iq == 36 + 6 - 1
-    assert ahead.end_offset == q.end_offset == 36 * FRAME
-    assert np.array_equal(ahead.audio, q.audio)  # both cut the pause to the post-roll (2 frames)
-    assert run(Endpointer(replace(smart(settings), turn_decode_ms=60)), "." * 40) == []
 
 
 def test_a_complete_verdict_after_ms_ends_the_turn_once_the_pause_lasts_that_long(
