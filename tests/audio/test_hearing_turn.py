@@ -101,7 +101,9 @@ def test_bench_configs_name_the_late_check() -> None:
 
     base = HearingSettings()
     label, s = parse_config("smart_turn", base)
-    assert label == f"smart_turn:words+end:0.3:120:{base.turn_late_ms}" and s.turn_late_ms == base.turn_late_ms
+    assert (
+        label == f"smart_turn:words+end:0.3:120:{base.turn_late_ms}" and s.turn_late_ms == base.turn_late_ms
+    )
     label, s = parse_config("smart_turn:words+end:0.3:120:0", base)
     assert label.endswith(":0") and s.turn_late_ms == 0
     with pytest.raises(ValueError, match="turn_late_ms"):
