@@ -61,6 +61,11 @@ BARGE_IN_AFTER_S = 1.0
 AGAIN = UserLine("voice", "Stop the story, please.", "said again: the interruption was not taken as a stop")
 """Said when the companion did not take the interruption as a stop (heard garbled over the echo)."""
 
+STOP_YES = UserLine(
+    "voice", "Yes, stop it.", "answering 'shall we stop ...?': the interruption was heard poorly"
+)
+"""Said when the companion, unsure of the interruption, asks whether to stop the activity."""
+
 CONFIRM = UserLine("voice", "Yes.", "answering 'do you mean ...?'")
 """Said when the companion asks whether an activity is the one meant (a title heard garbled)."""
 
@@ -163,6 +168,8 @@ class DemoDriver:
                     await self._barge_in(line)
                     if self.agent.brain.mode is Mode.ACTIVITY:
                         await self._turn(AGAIN)
+                    elif self.agent.brain.mode is Mode.ASK_STOP:
+                        await self._turn(STOP_YES)
                     continue
                 talked_over = i + 1 < len(SCRIPT) and SCRIPT[i + 1].kind == "barge_in"
                 await self._turn(line, wait_quiet=not talked_over)
