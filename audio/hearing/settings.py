@@ -180,8 +180,8 @@ class HearingSettings:
     "words+end")."""
 
     turn_late_ms: int = 390
-    """smart_turn with "words+end": silence after which a transcript that ends like a sentence (a
-    full stop, question or exclamation mark, not on a word no sentence ends on) with the decoder's
+    """smart_turn with "words+end": silence after which a transcript of three words or more that
+    ends like a sentence (a full stop, question or exclamation mark, not on a word no sentence ends on) with the decoder's
     probability of that mark at least ``turn_late_end`` ends the turn whatever the model said (the
     model calls some whole read sentences unfinished to the end: they waited for the fallback), in
     milliseconds; 0 = off (default 390)."""

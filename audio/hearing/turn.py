@@ -129,7 +129,16 @@ def turn_complete(
     return probability >= threshold
 
 
+LATE_MIN_WORDS = 3
+"""The late check's least words: a fragment ("Up.", Whisper's reading of a garbled "Actually"
+said over the reply) gets a confident full stop too, and the words after it would be cut off;
+the sentences the model misjudges to the end are longer."""
+
+
 def late_complete(text: str | None, end_prob: float | None, late_end: float) -> bool:
-    """The late check: ``text`` ends like a sentence (``text_hint`` "final") and the decoder's
-    probability of that sentence mark is at least ``late_end``."""
-    return text is not None and end_prob is not None and end_prob >= late_end and text_hint(text) == "final"
+    """The late check: ``text`` holds at least ``LATE_MIN_WORDS`` words, ends like a sentence
+    (``text_hint`` "final"), and the decoder's probability of that sentence mark is at least
+    ``late_end``."""
+    if text is None or end_prob is None or end_prob < late_end:
+        return False
+    return len(re.findall(r"[A-Za-z']+", text)) >= LATE_MIN_WORDS and text_hint(text) == "final"

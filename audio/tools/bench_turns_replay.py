@@ -34,7 +34,7 @@ import numpy as np
 
 from audio.hearing.engine import Transcriber
 from audio.hearing.settings import HearingSettings
-from audio.hearing.turn import END_MIN, SURE, text_hint, turn_complete
+from audio.hearing.turn import END_MIN, SURE, late_complete, turn_complete
 from audio.hearing.turn_model import TurnModel
 from audio.hearing.vad import FrameSegmenter, TurnQuestion, UtteranceBegan, UtteranceComplete, UtterancePart
 from audio.tools.bench_turns import RATE, Clip
@@ -209,12 +209,11 @@ def _decision(rule: Rule, pause: dict[str, Any], frame_ms: int) -> tuple[int, fl
             if pause["resumed"] and (r * frame_ms + VERDICT_DELAY_MS) > pause["run"] * frame_ms:
                 continue  # the answer comes after speech resumed: stale
             return r, ready
-    if rule.late and text is not None and end_prob is not None and text_hint(text) == "final":
-        lasted = pause["run"] > rule.late or not pause["resumed"]
-        if lasted and end_prob >= rule.late_end:
-            return rule.late, max(
-                rule.late * frame_ms, rule.decode * frame_ms + (dec["decode_ms"] if dec else 0.0)
-            )
+    lasted = pause["run"] > rule.late or not pause["resumed"]
+    if rule.late and lasted and late_complete(text, end_prob, rule.late_end):
+        return rule.late, max(
+            rule.late * frame_ms, rule.decode * frame_ms + (dec["decode_ms"] if dec else 0.0)
+        )
     return None
 
 

@@ -87,6 +87,8 @@ def test_words_end_without_an_end_probability_is_words_punctuation() -> None:
         ("Can we do the fitness one?", 0.9, True),
         ("Can we do the fitness one?", None, False),  # no end probability (another engine)
         (None, 0.9, False),  # no transcript
+        ("Up.", 0.95, False),  # a fragment (a garbled "Actually," said over the reply)
+        ("Stop it now.", 0.95, True),  # three words
     ],
 )
 def test_late_check_needs_a_finished_sentence_the_decoder_is_sure_of(
