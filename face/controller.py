@@ -128,8 +128,7 @@ class FaceController:
         if self._nap is not None:
             future, timer = self._nap
             timer.cancel()
-            if not future.done():
-                future.set_result(None)
+            _resolve(future)
 
     async def _sleep(self, delay: float) -> None:
         """``asyncio.sleep(delay)`` that :meth:`wake` ends early (the same timer, no extra task)."""

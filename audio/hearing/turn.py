@@ -88,6 +88,7 @@ UNCHECKED_THRESHOLD = 0.5
 least probability the model needs, whatever ``threshold`` says (the low threshold ``words+end``
 runs with is only safe beside the decoder's end probability)."""
 
+_WORD = re.compile(r"[A-Za-z']+")
 _LAST_WORD = re.compile(r"([A-Za-z']+)[^A-Za-z']*$")
 
 
@@ -141,4 +142,4 @@ def late_complete(text: str | None, end_prob: float | None, late_end: float) -> 
     ``late_end``."""
     if text is None or end_prob is None or end_prob < late_end:
         return False
-    return len(re.findall(r"[A-Za-z']+", text)) >= LATE_MIN_WORDS and text_hint(text) == "final"
+    return len(_WORD.findall(text)) >= LATE_MIN_WORDS and text_hint(text) == "final"

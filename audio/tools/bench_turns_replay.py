@@ -197,6 +197,7 @@ def _decision(rule: Rule, pause: dict[str, Any], frame_ms: int) -> tuple[int, fl
     dec = decodes.get(str(rule.decode)) or decodes.get(rule.decode)
     text = dec["text"] if dec else None
     end_prob = dec["end_prob"] if dec else None
+    decoded_at = rule.decode * frame_ms + (dec["decode_ms"] if dec else 0.0)
     for r in (rule.ask, *rule.reask):
         prob = pause["probs"].get(str(r), pause["probs"].get(r))
         if prob is None:
@@ -205,15 +206,13 @@ def _decision(rule: Rule, pause: dict[str, Any], frame_ms: int) -> tuple[int, fl
             prob, text, rule.threshold, rule.check, end_prob=end_prob, end_min=rule.end_min, sure=rule.sure
         ):
             model_ms = pause["model_ms"].get(str(r), 100.0)
-            ready = max(r * frame_ms + model_ms, rule.decode * frame_ms + (dec["decode_ms"] if dec else 0.0))
+            ready = max(r * frame_ms + model_ms, decoded_at)
             if pause["resumed"] and (r * frame_ms + VERDICT_DELAY_MS) > pause["run"] * frame_ms:
                 continue  # the answer comes after speech resumed: stale
             return r, ready
     lasted = pause["run"] > rule.late or not pause["resumed"]
     if rule.late and lasted and late_complete(text, end_prob, rule.late_end):
-        return rule.late, max(
-            rule.late * frame_ms, rule.decode * frame_ms + (dec["decode_ms"] if dec else 0.0)
-        )
+        return rule.late, max(rule.late * frame_ms, decoded_at)
     return None
 
 
