@@ -162,6 +162,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if func is None:
         parser.print_help()
         return 2
+    from device.native_threads import limit_blas_threads
+
+    limit_blas_threads()  # every command runs as the daemon does: numpy's BLAS on one thread
     try:
         return int(func(args) or 0)
     except ConfigError as err:

@@ -17,10 +17,13 @@ Timings depend on the load of the machine: run it on a quiet one.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
+import os
 import statistics
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -308,6 +311,30 @@ def print_details(name: str, outcomes: list[Outcome]) -> None:
             print(f"  {name} {what}: {o.clip.name}: {o.transcripts} {'; '.join(o.ask_log)}")
 
 
+BLAS_POOL_SUFFIX = "@blas-pool"
+"""A configuration run with numpy's BLAS pool at the library's default (a thread per core) instead
+of the runtime's one thread (``device.native_threads``): the baseline of that change."""
+
+
+def _blas_pool(spec: str) -> tuple[str, bool]:
+    """(``spec`` without ``BLAS_POOL_SUFFIX``, whether it had it)."""
+    if spec.endswith(BLAS_POOL_SUFFIX):
+        return spec[: -len(BLAS_POOL_SUFFIX)], True
+    return spec, False
+
+
+@contextlib.contextmanager
+def _blas_threads(threads: int | None) -> Iterator[None]:
+    """The BLAS pools at ``threads`` inside the block (None: as they are)."""
+    if threads is None:
+        yield
+        return
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=threads, user_api="blas"):
+        yield
+
+
 def parse_config(spec: str, base: HearingSettings) -> tuple[str, HearingSettings]:
     """``silence`` or ``smart_turn[:TEXT_CHECK[:THRESHOLD[:PAUSE_MS[:LATE_MS]]]]`` → (label,
     settings); LATE_MS is ``turn_late_ms`` (0: no late check)."""
@@ -412,13 +439,16 @@ def bench(
     model.load()
     rows = []
     for spec in configs:
+        spec, pooled = _blas_pool(spec)
         name, settings = parse_config(spec, base)
+        name += BLAS_POOL_SUFFIX if pooled else ""
         start = time.monotonic()
-        outcomes = asyncio.run(
-            run_config(
-                settings, clips, transcriber, model if settings.turn_detector == "smart_turn" else None
+        with _blas_threads((os.cpu_count() or 1) if pooled else None):
+            outcomes = asyncio.run(
+                run_config(
+                    settings, clips, transcriber, model if settings.turn_detector == "smart_turn" else None
+                )
             )
-        )
         print(f"[{name}: {time.monotonic() - start:.0f} s]")
         print_details(name, outcomes)
         if asks_path is not None and settings.turn_detector == "smart_turn":

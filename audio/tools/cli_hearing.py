@@ -128,8 +128,9 @@ def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction)
         "--configs",
         default="smart_turn,smart_turn:words+end:0.3:120:0,silence",
         help="detectors side by side: smart_turn[:off|words|words+punctuation|words+end[:THRESHOLD"
-        "[:PAUSE_MS[:LATE_MS]]]] and silence (default: the runtime's rule, the same without the late "
-        "check, and silence)",
+        "[:PAUSE_MS[:LATE_MS]]]] and silence, each optionally with @blas-pool (numpy's BLAS pool at the "
+        "library's default, the baseline of the runtime's one BLAS thread) (default: the runtime's "
+        "rule, the same without the late check, and silence)",
     )
     t.add_argument("--limit", type=int, default=24, help="real complete sentences (default 24)")
     t.add_argument("--hesitations", type=int, default=12, help="real sentences to cut (default 12)")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from audio.hearing.turn import OPEN_THRESHOLD, late_complete, text_hint, turn_complete
@@ -110,3 +112,24 @@ def test_bench_configs_name_the_late_check() -> None:
     assert label.endswith(":0") and s.turn_late_ms == 0
     with pytest.raises(ValueError, match="turn_late_ms"):
         parse_config("smart_turn:words+end:0.3:120:2000", base)  # past the fallback
+
+
+def test_a_bench_config_can_run_with_the_blas_pool_as_the_baseline() -> None:
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from audio.tools.bench_turns import BLAS_POOL_SUFFIX, _blas_pool, _blas_threads
+
+    assert _blas_pool("silence") == ("silence", False)
+    assert _blas_pool(f"smart_turn:words+end{BLAS_POOL_SUFFIX}") == ("smart_turn:words+end", True)
+
+    def pools() -> list[int]:
+        return [int(i["num_threads"]) for i in threadpool_info() if i["user_api"] == "blas"]
+
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("OpenBLAS starts no more threads than cores")
+    with threadpool_limits(limits=1, user_api="blas"):
+        with _blas_threads(2):
+            assert pools() and all(n == 2 for n in pools())
+        assert all(n == 1 for n in pools())
+        with _blas_threads(None):
+            assert all(n == 1 for n in pools())
