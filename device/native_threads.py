@@ -8,7 +8,7 @@ mel filterbank of a Whisper window, 80 x 201 by 201 x T, for every decode and ev
 question), so the pool gains nothing there, but its spinning threads take the cores from the
 decode beside them: on a 2-core machine the transcriber's decode of a 2.3 s sentence took 128 ms
 median with the pool, 90 ms with one thread, and with Smart Turn beside 173 against 112-131 ms
-(docs/hearing.md, "Where the decode time goes"). ``limit_blas_threads`` caps the pool at
+(docs/hearing.md, "One BLAS thread"). ``limit_blas_threads`` caps the pool at
 ``BLAS_THREADS`` for the whole process, through threadpoolctl (which knows the libraries numpy,
 scipy or a BLAS of the distribution may load); ``device.cli.main`` calls it before any command, so
 the daemon, its benchmarks and its evaluations run the same way.
@@ -57,7 +57,7 @@ def limit_blas_threads(threads: int | None = None) -> Any:
 
 
 def blas_threads() -> list[tuple[str, int]]:
-    """(library, threads) of every BLAS pool loaded in this process (the doctor, tests)."""
+    """(library, threads) of every BLAS pool loaded in this process (for tests and diagnosis)."""
     from threadpoolctl import threadpool_info
 
     return [
