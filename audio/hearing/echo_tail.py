@@ -113,7 +113,7 @@ class EchoGuard:
     holds with a weak canceller too (pure and clock-free; levels are given per frame).
 
     A residual-echo check against the reference: while the far end plays (or rang within
-    ``hold_frames``), the canceller's echo return loss enhancement is tracked on the frames it
+    ``hold_ms``), the canceller's echo return loss enhancement is tracked on the frames it
     passes as echo (``raw_db - clean_db``: its lower envelope, falling fast and rising slowly; it
     starts at ``initial_erle_db``, a weak canceller); a frame counts as the user's speech only if the cleaned level stands at least
     ``margin_db`` above the residual expected from that ERLE (``raw_db - erle``) -- or half the ERLE
@@ -129,18 +129,22 @@ class EchoGuard:
     """The ERLE assumed before any was measured (dB)."""
     far_active_db: float = -50.0
     """The far end counts as playing above this reference level (dBFS)."""
-    hold_frames: int = 30
-    """Frames after the far end falls silent during which its echo may still ring."""
+    frame_ms: int = 30
+    """Length of the frames ``allows`` is given (ms: the capture block, ``hearing.block_ms``); the
+    durations below are counted in frames of this length."""
+    hold_ms: int = 900
+    """How long after the far end falls silent its echo may still ring (ms); a pause in a reply
+    shorter than this is not a new onset."""
     fall: float = 0.3
     """How fast the tracked ERLE follows a frame the canceller did worse on (0..1 per frame)."""
     rise: float = 0.02
     """How fast it follows a frame the canceller did better on: the tracked ERLE is the lower
     envelope, the canceller's worst recent performance, not its average."""
-    onset_frames: int = 40
-    """Frames after the far end starts playing (from silence) during which nothing counts as
-    speech: the canceller leaks at a reply's onset more than its tracked ERLE says (measured live in
-    the simulated room: its own voice started utterances about 0.1 s into a reply), and the tracked
-    ERLE learns the onset's worse figure meanwhile (400 ms)."""
+    onset_ms: int = 400
+    """How long after the far end starts playing (from silence) nothing counts as speech (ms): the
+    canceller leaks at a reply's onset more than its tracked ERLE says (measured live in the
+    simulated room: its own voice started utterances about 0.1 s into a reply), and the tracked
+    ERLE learns the onset's worse figure meanwhile."""
     erle_db: float = field(default=6.0)
     """The tracked ERLE (dB)."""
     _since_far: int = field(default=10**9, repr=False)
@@ -149,6 +153,16 @@ class EchoGuard:
 
     def __post_init__(self) -> None:
         self.erle_db = self.initial_erle_db
+
+    @property
+    def hold_frames(self) -> int:
+        """``hold_ms`` in frames."""
+        return -(-self.hold_ms // self.frame_ms)
+
+    @property
+    def onset_frames(self) -> int:
+        """``onset_ms`` in frames."""
+        return -(-self.onset_ms // self.frame_ms)
 
     def reset(self) -> None:
         """Forget the tracked ERLE (back to ``initial_erle_db``): the echo path moved for the

@@ -331,10 +331,11 @@ class ResidualGate:
     ``depth_db`` (below every VAD gate), so the VAD downstream only hears blocks that stand above
     the canceller's expected residue -- the user. Pure and clock-free."""
 
-    def __init__(self, depth_db: float = 40.0) -> None:
+    def __init__(self, depth_db: float = 40.0, frame_ms: int = 30) -> None:
         from audio.hearing.echo_tail import EchoGuard
 
-        self.guard = EchoGuard()
+        self.guard = EchoGuard(frame_ms=frame_ms)
+        """Judges each block given to ``apply`` (``frame_ms`` long: the capture block)."""
         self._depth = 10 ** (-depth_db / 20)
         self.gated_blocks = 0
 

@@ -52,7 +52,11 @@ REPLIES: tuple[str, ...] = (
 DELAYS_MS = (10.0, 40.0, 80.0, 120.0)
 ECHO_DBS = (0.0, -6.0, -12.0)
 RT60S = (0.15, 0.3, 0.6)
-GUARDS = ("vad", "residual", "gate", "strict", "strict+gate")
+BEFORE_ONSET_MS = 1200
+"""The reply-onset window the guard had in effect before it was counted in milliseconds (40 frames
+of 30 ms, meant as 400 ms): the ``@1200`` guard, the baseline beside the runtime's."""
+GUARDS = ("vad", "residual", "gate", "strict", "strict+gate", f"strict+gate@{BEFORE_ONSET_MS}")
+"""The VAD path's variants; ``@<ms>``: with that reply-onset window (``EchoGuard.onset_ms``)."""
 GUARD = "gate"
 """The guard the device uses while it plays (the one whose detections duck the reply here)."""
 VOLUME = 0.8
@@ -137,9 +141,14 @@ def starts(
     return [t + lo / RATE for t in found]
 
 
-def gate_residual(raw: FloatArray, cleaned: FloatArray, far16: FloatArray, block: int = 480) -> FloatArray:
-    """``cleaned`` through a fresh ``ResidualGate``, block by block (30 ms, as the microphone delivers)."""
-    gate = ResidualGate()
+def gate_residual(
+    raw: FloatArray, cleaned: FloatArray, far16: FloatArray, block: int = 480, onset_ms: int | None = None
+) -> FloatArray:
+    """``cleaned`` through a fresh ``ResidualGate``, block by block (30 ms, as the microphone
+    delivers); ``onset_ms``: its guard's reply-onset window (None: the default)."""
+    gate = ResidualGate(frame_ms=block * 1000 // RATE)
+    if onset_ms is not None:
+        gate.guard.onset_ms = onset_ms
     parts = [
         gate.apply(raw[i : i + block], cleaned[i : i + block], far16[i : i + block])
         for i in range(0, len(cleaned), block)
@@ -150,13 +159,17 @@ def gate_residual(raw: FloatArray, cleaned: FloatArray, far16: FloatArray, block
 def _starts(
     signal: FloatArray, raw: FloatArray, far16: FloatArray, guard: str, settings: HearingSettings
 ) -> list[float]:
+    guard, _, onset = guard.partition("@")
+    onset_ms = int(onset) if onset else None
     if guard.startswith("strict"):
         window = max(settings.start_window_ms, settings.barge_in_speech_ms + 60)
         settings = replace(settings, start_window_ms=window, start_speech_ms=settings.barge_in_speech_ms)
     if guard.endswith("gate"):  # the residual-echo gate on the audio (FrontEndSource), then the VAD
-        signal = gate_residual(raw, signal, far16)
+        signal = gate_residual(raw, signal, far16, settings.sample_rate * settings.block_ms // 1000, onset_ms)
     detector, endpointer = SpeechDetector(settings), Endpointer(settings)
-    echo_guard = EchoGuard() if guard.endswith("residual") else None
+    echo_guard = EchoGuard(frame_ms=settings.block_ms) if guard.endswith("residual") else None
+    if echo_guard is not None and onset_ms is not None:
+        echo_guard.onset_ms = onset_ms
     n = settings.sample_rate * settings.block_ms // 1000
     found: list[float] = []
     for i in range(0, len(signal) - n + 1, n):

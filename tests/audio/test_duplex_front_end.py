@@ -240,3 +240,28 @@ def test_through_the_gate_the_user_talking_over_the_reply_is_heard_at_once(reply
     found = starts(cleaned, mic, far16, "gate", HearingSettings(), lead)
     onset = lead + 1.0
     assert found and onset - 0.05 <= found[0] <= onset + 0.4
+
+
+def test_a_user_who_speaks_just_after_a_reply_resumes_is_heard_once_its_onset_window_is_over(
+    reply: Reply,
+) -> None:
+    """A reply, a pause longer than the guard's hold, the next sentence: the user starts 0.7 s
+    into it. The runtime's guard (the stricter start behind the gate) reports them at once after
+    the 400 ms onset window; the window as it was in effect before (1.2 s) gates them throughout."""
+    gap = np.zeros(int(1.2 * reply.rate), np.float32)
+    far = np.concatenate([reply.audio, gap, reply.audio])
+    echo = echo_of(far, reply.rate, SimRoomSettings())
+    resumes = (len(reply.audio) + len(gap)) / reply.rate
+    digits = _speech()
+    user = digits * 10 ** ((frame_level_db(echo[int(resumes * RATE) :]) - frame_level_db(digits)) / 20)
+    mic = echo + (np.random.default_rng(0).standard_normal(len(echo)) * 10 ** (-65 / 20)).astype(np.float32)
+    at = int((resumes + 0.7) * RATE)
+    mic[at : at + len(user)] += user[: len(mic) - at]
+    cleaned, _ = cancel(far, reply.rate, mic, FrontEndOptions(echo_delay_ms=40))
+    far16 = far_at_16k(far, reply.rate, len(mic))
+    lead = len(reply.audio) / reply.rate
+    onset = at / RATE
+    found = starts(cleaned, mic, far16, "strict+gate", HearingSettings(), lead)
+    assert found and onset - 0.05 <= found[0] <= onset + 0.5
+    before = starts(cleaned, mic, far16, "strict+gate@1200", HearingSettings(), lead)
+    assert not before or before[0] > onset + 0.5

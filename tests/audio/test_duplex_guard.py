@@ -57,7 +57,7 @@ def test_speech_the_vad_rejects_never_passes() -> None:
 
 
 def test_once_the_far_end_has_been_silent_for_its_hold_the_vad_decides_alone() -> None:
-    guard = EchoGuard(hold_frames=5)
+    guard = EchoGuard(frame_ms=30, hold_ms=150)  # five frames
     _echo_frames(guard, 6.0, 100)
     quiet = [guard.allows(True, -30.0, -36.0, -90.0) for _ in range(8)]
     assert quiet[:5] == [False] * 5  # the echo may still ring

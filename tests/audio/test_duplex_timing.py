@@ -4,6 +4,7 @@ canceller is not trusted again right after a timing jump (its echo path moved)."
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from audio.edges.reference import SampleClock
 from audio.hearing.echo_tail import EchoGuard
@@ -66,3 +67,19 @@ def test_nothing_is_speech_while_a_reply_starts() -> None:
     # does not during the onset, and does after it.
     verdicts = [guard.allows(True, -30.0, -30.0, -20.0) for _ in range(guard.onset_frames + 5)]
     assert not any(verdicts[: guard.onset_frames]) and all(verdicts[guard.onset_frames :])
+
+
+@pytest.mark.parametrize("frame_ms", [10, 20, 30])
+def test_the_reply_onset_window_and_the_hold_are_durations_whatever_the_frame(frame_ms: int) -> None:
+    """400 ms of onset and 900 ms of hold, counted in the frames the guard is given (30 ms
+    capture blocks at run time: the window was once 40 frames, 1.2 s, where 400 ms was meant)."""
+    guard = EchoGuard(frame_ms=frame_ms)
+    for _ in range(50):
+        guard.allows(True, -40.0, -40.0, -90.0)  # silence
+    playing = [guard.allows(True, -30.0, -30.0, -20.0) for _ in range(2000 // frame_ms)]
+    assert 400 <= playing.index(True) * frame_ms < 400 + frame_ms
+    ringing = 0
+    for _ in range(1500 // frame_ms):  # the far end falls silent
+        guard.allows(True, -40.0, -40.0, -90.0)
+        ringing += guard.playing
+    assert 900 <= ringing * frame_ms < 900 + frame_ms
