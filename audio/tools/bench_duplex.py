@@ -1,11 +1,12 @@
 """``robot-face bench duplex``: the echo canceller and the barge-in guard in the simulated room.
 
-Offline and deterministic (no real-time clock): the project's own Piper replies are the far end,
-played through ``audio.edges.sim_room.SimRoom`` at delays 10-120 ms, echo levels 0/-6/-12 dB and
-reverb tails 0.15-0.6 s; real recorded speech (``/work/shared/data/speech`` or ``--speech``) is
-the user. The front end (``audio.hearing.front_end.FrontEnd``, WebRTC's APM from ``livekit``) gets
-the reference with its play times and the microphone with its capture times, exactly as at run
-time. Printed side by side:
+Offline (no real-time clock; the replies are synthesised afresh each run and Piper samples its
+durations, so the figures move a little between runs: compare guards within one run): the
+project's own Piper replies are the far end, played through ``audio.edges.sim_room.SimRoom`` at
+delays 10-120 ms, echo levels 0/-6/-12 dB and reverb tails 0.15-0.6 s; real recorded speech
+(``/work/shared/data/speech`` or ``--speech``) is the user. The front end
+(``audio.hearing.front_end.FrontEnd``, WebRTC's APM from ``livekit``) gets the reference with its
+play times and the microphone with its capture times, exactly as at run time. Printed side by side:
 
 - ERLE (dB) on echo-only stretches (10·log10 of the echo's energy at the microphone over what is left);
 - false barge-ins per 100 replies (no user speaking: an utterance start by the runtime's VAD path --
