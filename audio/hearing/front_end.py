@@ -272,6 +272,18 @@ class FrontEnd:
             float(np.percentile(removed, 10)),
         )
 
+    def capture_restarted(self) -> None:
+        """The microphone's stream was closed and opened again (asleep and awake, a reopened
+        device): its next block starts a new capture timeline (the samples in between were never
+        captured, and a gap shorter than the capture clock's tolerance would otherwise be taken for
+        contiguous audio), and the echo path may have moved for the canceller: it must re-converge
+        before the microphone is listened to over the speaker again."""
+        self._capture_clock.reset()
+        self._pending = np.zeros(0, dtype=np.float32)
+        self._since_jump = 0
+        self._health.clear()
+        _LOGGER.info("echo cancellation: the microphone's stream restarted; re-converging")
+
     def _jumped(self, what: str, by_s: float) -> None:
         """A timing jump: the echo path moved for the canceller; it must re-converge."""
         self._since_jump = 0
@@ -401,6 +413,8 @@ class FrontEndSource:
         count in judging the canceller."""
         self.dropped_blocks = 0
         self._next_check = 0.0
+        self._opened = False
+        """Whether ``open`` ran before (a second one is a restarted stream)."""
 
     @property
     def duplex(self) -> str:
@@ -418,7 +432,14 @@ class FrontEndSource:
         self.inner.overflows = value - self.dropped_blocks
 
     def open(self, on_audio: AudioCallback, on_lost: LostCallback) -> int:
-        """Open the inner source and start the worker; the pipeline rate is always 16 kHz."""
+        """Open the inner source and start the worker; the pipeline rate is always 16 kHz. Opened
+        again after a ``close``, the canceller re-converges and the gate forgets the ERLE it
+        tracked (``FrontEnd.capture_restarted``): the device is half duplex meanwhile."""
+        if self._opened:
+            self.front.capture_restarted()
+            if self.gate is not None:
+                self.gate.guard.reset()
+        self._opened = True
         if self._thread is None:
             self._thread = threading.Thread(
                 target=self._work, args=(on_audio,), name="audio-front-end", daemon=True

@@ -113,7 +113,10 @@ def _retrieved(fut: asyncio.Future[Transcription]) -> None:
         fut.exception()
 
 
-NOT_CONVERGED = "the echo canceller has not heard enough of the speaker yet (converging, or re-converging after a timing jump)"
+NOT_CONVERGED = (
+    "the echo canceller has not heard enough of the speaker yet (converging, or re-converging after a "
+    "timing jump or the microphone reopening)"
+)
 """Why a ``DuplexSource`` without a fault is still half duplex."""
 
 

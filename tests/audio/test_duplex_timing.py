@@ -15,6 +15,8 @@ from audio.hearing.front_end import (
     RECONVERGE_FRAMES,
     FrontEnd,
     FrontEndOptions,
+    FrontEndSource,
+    ResidualGate,
 )
 
 
@@ -83,3 +85,42 @@ def test_the_reply_onset_window_and_the_hold_are_durations_whatever_the_frame(fr
         guard.allows(True, -40.0, -40.0, -90.0)
         ringing += guard.playing
     assert 900 <= ringing * frame_ms < 900 + frame_ms
+
+
+class _Microphone:
+    """A microphone that opens and closes (no audio: the test feeds the front end itself)."""
+
+    overflows = 0
+
+    def open_timed(self, on_audio: object, on_lost: object) -> int:
+        return RATE
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_microphone_stream_opened_again_makes_the_canceller_reconverge() -> None:
+    """Asleep and awake: the stream closes and opens again. A gap shorter than the capture clock's
+    tolerance (the e2e barge-in scenario's sleep and wake were 49 ms apart) would pass for
+    contiguous audio, the echo path moved by it for the canceller; so the reopened stream starts a
+    new capture timeline, the canceller must re-converge (half duplex meanwhile), and the gate
+    forgets the ERLE it tracked."""
+    front = FrontEnd(FrontEndOptions())
+    t = _feed(front, CONVERGE_FRAMES / 100 + 0.5, 1000.0)
+    gate = ResidualGate()
+    source = FrontEndSource(_Microphone(), front, gate=gate)
+    source.open(lambda block: None, lambda detail: None)
+    assert front.converged and source.duplex == "full"  # the first open changes nothing
+    gate.guard.erle_db = 40.0
+    source.close()
+    source.open(lambda block: None, lambda detail: None)
+    try:
+        assert not front.converged and source.duplex == "half"
+        assert gate.guard.erle_db == gate.guard.initial_erle_db
+        for _ in range(4):  # 40 ms asleep: the speaker's timeline goes on, nothing is captured
+            front.reference(np.zeros(FRAME, np.float32), t, RATE)
+            t += FRAME / RATE
+        _feed(front, RECONVERGE_FRAMES / 100 + 0.1, t)
+        assert front.converged and front.timing_jumps == 0
+    finally:
+        source.close()
