@@ -280,15 +280,17 @@ class FrontEnd:
         before the microphone is listened to over the speaker again."""
         self._capture_clock.reset()
         self._pending = np.zeros(0, dtype=np.float32)
-        self._since_jump = 0
-        self._health.clear()
-        _LOGGER.info("echo cancellation: the microphone's stream restarted; re-converging")
+        self._reconverge("the microphone's stream restarted")
 
     def _jumped(self, what: str, by_s: float) -> None:
         """A timing jump: the echo path moved for the canceller; it must re-converge."""
+        self._reconverge(f"{what} jumped by {1000 * by_s:+.0f} ms")
+
+    def _reconverge(self, why: str) -> None:
+        """The canceller is not trusted until it has heard ``RECONVERGE_FRAMES`` of the speaker."""
         self._since_jump = 0
         self._health.clear()
-        _LOGGER.info("echo cancellation: %s jumped by %+.0f ms; re-converging", what, 1000 * by_s)
+        _LOGGER.info("echo cancellation: %s; re-converging", why)
 
     @property
     def converged(self) -> bool:
