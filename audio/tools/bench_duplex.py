@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import math
+import re
 import statistics
 import time
 from dataclasses import dataclass, field, replace
@@ -56,8 +57,21 @@ RT60S = (0.15, 0.3, 0.6)
 BEFORE_ONSET_MS = 1200
 """The reply-onset window the guard had in effect before it was counted in milliseconds (40 frames
 of 30 ms, meant as 400 ms): the ``@1200`` guard, the baseline beside the runtime's."""
-GUARDS = ("vad", "residual", "gate", "strict", "strict+gate", f"strict+gate@{BEFORE_ONSET_MS}")
-"""The VAD path's variants; ``@<ms>``: with that reply-onset window (``EchoGuard.onset_ms``)."""
+WIDE_MARGIN_DB = 12
+"""The gate's margin over the expected residue (``EchoGuard.margin_db``, 6 dB at run time) tried in
+place of the stricter start: the ``gate/12dB`` guard (the normal 90 ms start)."""
+GUARDS = (
+    "vad",
+    "residual",
+    "gate",
+    "strict",
+    "strict+gate",
+    f"gate/{WIDE_MARGIN_DB}dB",
+    f"strict+gate@{BEFORE_ONSET_MS}",
+)
+"""The VAD path's variants; ``/<n>dB``: the gate at that margin over the expected residue
+(``EchoGuard.margin_db``); ``@<ms>``: with that reply-onset window (``EchoGuard.onset_ms``)."""
+_GUARD_NAME = re.compile(r"^(?P<base>[a-z+]+)(?:/(?P<margin>\d+)dB)?(?:@(?P<onset>\d+))?$")
 GUARD = "gate"
 """The guard the device uses while it plays (the one whose detections duck the reply here)."""
 VOLUME = 0.8
@@ -143,13 +157,21 @@ def starts(
 
 
 def gate_residual(
-    raw: FloatArray, cleaned: FloatArray, far16: FloatArray, block: int = 480, onset_ms: int | None = None
+    raw: FloatArray,
+    cleaned: FloatArray,
+    far16: FloatArray,
+    block: int = 480,
+    onset_ms: int | None = None,
+    margin_db: float | None = None,
 ) -> FloatArray:
     """``cleaned`` through a fresh ``ResidualGate``, block by block (30 ms, as the microphone
-    delivers); ``onset_ms``: its guard's reply-onset window (None: the default)."""
+    delivers); ``onset_ms``, ``margin_db``: its guard's reply-onset window and margin (None: the
+    defaults)."""
     gate = ResidualGate(frame_ms=block * 1000 // RATE)
     if onset_ms is not None:
         gate.guard.onset_ms = onset_ms
+    if margin_db is not None:
+        gate.guard.margin_db = margin_db
     parts = [
         gate.apply(raw[i : i + block], cleaned[i : i + block], far16[i : i + block])
         for i in range(0, len(cleaned), block)
@@ -157,16 +179,26 @@ def gate_residual(
     return np.concatenate(parts) if parts else cleaned
 
 
+def parse_guard(name: str) -> tuple[str, float | None, int | None]:
+    """A guard's name (``GUARDS``) as (variant, gate margin dB, reply-onset window ms; None: the
+    runtime's)."""
+    parts = _GUARD_NAME.match(name)
+    if parts is None:
+        raise ValueError(f"unknown guard {name!r} (e.g. strict+gate, gate/12dB, strict+gate@1200)")
+    margin = float(parts["margin"]) if parts["margin"] else None
+    return parts["base"], margin, int(parts["onset"]) if parts["onset"] else None
+
+
 def _starts(
     signal: FloatArray, raw: FloatArray, far16: FloatArray, guard: str, settings: HearingSettings
 ) -> list[float]:
-    guard, _, onset = guard.partition("@")
-    onset_ms = int(onset) if onset else None
+    guard, margin_db, onset_ms = parse_guard(guard)
     if guard.startswith("strict"):
         window = max(settings.start_window_ms, settings.barge_in_speech_ms + 60)
         settings = replace(settings, start_window_ms=window, start_speech_ms=settings.barge_in_speech_ms)
     if guard.endswith("gate"):  # the residual-echo gate on the audio (FrontEndSource), then the VAD
-        signal = gate_residual(raw, signal, far16, settings.sample_rate * settings.block_ms // 1000, onset_ms)
+        block = settings.sample_rate * settings.block_ms // 1000
+        signal = gate_residual(raw, signal, far16, block, onset_ms, margin_db)
     detector, endpointer = SpeechDetector(settings), Endpointer(settings)
     echo_guard = EchoGuard(frame_ms=settings.block_ms) if guard.endswith("residual") else None
     if echo_guard is not None and onset_ms is not None:

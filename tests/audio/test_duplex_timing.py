@@ -124,3 +124,34 @@ def test_a_microphone_stream_opened_again_makes_the_canceller_reconverge() -> No
         assert front.converged and front.timing_jumps == 0
     finally:
         source.close()
+
+
+def _block(db: float, n: int = 480) -> np.ndarray:
+    """A 30 ms block of a tone at ``db`` dBFS (RMS)."""
+    t = np.arange(n) / 16000
+    return (np.sin(2 * np.pi * 440 * t) * np.sqrt(2) * 10 ** (db / 20)).astype(np.float32)
+
+
+def test_the_bench_gate_takes_the_margin_its_guard_names() -> None:
+    """``gate/12dB`` in ``robot-face bench duplex`` is the gate at a 12 dB margin: a block standing
+    9 dB over the residue the tracked ERLE expects passes the runtime's 6 dB and not 12 dB."""
+    from audio.tools.bench_duplex import gate_residual, parse_guard
+
+    assert parse_guard("gate/12dB") == ("gate", 12.0, None)
+    assert parse_guard("strict+gate@1200") == ("strict+gate", None, 1200)
+    with pytest.raises(ValueError, match="unknown guard"):
+        parse_guard("gate/twelve")
+    echo_blocks = 60  # the reply plays, the canceller removes 50 dB: the tracked ERLE climbs
+    guard = EchoGuard(frame_ms=30)
+    for _ in range(echo_blocks):
+        guard.allows(True, -20.0, -70.0, -20.0)
+    assert guard.erle_db > 24.0  # half of it is above 12 dB: the margin is not capped below 12
+    user_db = -17.0 - guard.erle_db + 9.0  # 9 dB over the residue expected of a -17 dB microphone
+    far = np.concatenate([_block(-20.0)] * (echo_blocks + 1))
+    raw = np.concatenate([_block(-20.0)] * echo_blocks + [_block(-17.0)])
+    cleaned = np.concatenate([_block(-70.0)] * echo_blocks + [_block(user_db)])
+    last = slice(echo_blocks * 480, None)
+    runtime = gate_residual(raw, cleaned, far)
+    wide = gate_residual(raw, cleaned, far, margin_db=12.0)
+    assert np.allclose(runtime[last], cleaned[last])
+    assert np.max(np.abs(wide[last])) < 0.05 * np.max(np.abs(cleaned[last]))
