@@ -125,16 +125,27 @@ def test_a_converged_canceller_is_judged_by_the_echo_it_removes(reply: Reply) ->
     far = np.concatenate([reply.audio] * 3)
     echo = echo_of(far, reply.rate, SimRoomSettings())
     _, front = cancel(far, reply.rate, echo, FrontEndOptions(echo_delay_ms=40))
-    assert front.converged and (front.removal_db or 0.0) > 20.0
-    assert front.fault(front.reference.last_time) is None
+    seen = f"reply {len(reply.audio) / reply.rate:.2f} s: {_state(front)}"
+    assert front.converged and (front.removal_db or 0.0) > 20.0, seen
+    assert front.fault(front.reference.last_time) is None, seen
     _, wrong = cancel(far[::-1].copy(), reply.rate, echo, FrontEndOptions(echo_delay_ms=40))
-    assert wrong.converged and wrong.removal_db is not None and wrong.removal_db < 3.0
-    assert "removes only" in (wrong.fault(wrong.reference.last_time) or "")
+    seen = f"reply {len(reply.audio) / reply.rate:.2f} s, reversed reference: {_state(wrong)}"
+    assert wrong.converged and wrong.removal_db is not None and wrong.removal_db < 3.0, seen
+    assert "removes only" in (wrong.fault(wrong.reference.last_time) or ""), seen
     talking = FrontEnd(FrontEndOptions())
     for k in range(0, len(far) * RATE // reply.rate - 480, 480):  # while the reply plays
         talking.reference(far[k * reply.rate // RATE : (k + 480) * reply.rate // RATE], k / RATE, reply.rate)
         talking.process(echo[k : k + 480], k / RATE, near_speech=True)
-    assert talking.converged and talking.removal_db is None
+    assert talking.converged and talking.removal_db is None, _state(talking)
+
+
+def _state(front: FrontEnd) -> str:
+    """What a failed assertion on ``front`` should say (the test above failed once, unexplained)."""
+    return (
+        f"converged={front.converged} removal_db={front.removal_db} "
+        f"fault={front.fault(front.reference.last_time)!r} jumps={front.timing_jumps} "
+        f"far_active_frames={front.stats.far_active_frames}"
+    )
 
 
 def test_a_microphone_captured_past_the_reference_is_a_fault_until_they_meet_again() -> None:
