@@ -201,8 +201,9 @@ def _starts(
         signal = gate_residual(raw, signal, far16, block, onset_ms, margin_db)
     detector, endpointer = SpeechDetector(settings), Endpointer(settings)
     echo_guard = EchoGuard(frame_ms=settings.block_ms) if guard.endswith("residual") else None
-    if echo_guard is not None and onset_ms is not None:
-        echo_guard.onset_ms = onset_ms
+    if echo_guard is not None:
+        echo_guard.onset_ms = onset_ms if onset_ms is not None else echo_guard.onset_ms
+        echo_guard.margin_db = margin_db if margin_db is not None else echo_guard.margin_db
     n = settings.sample_rate * settings.block_ms // 1000
     found: list[float] = []
     for i in range(0, len(signal) - n + 1, n):
