@@ -16,6 +16,7 @@ import logging
 import math
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -538,6 +539,30 @@ class WhisperTranscriber:
         except Exception:
             _LOGGER.exception("cross-check recogniser failed; confidence from Whisper alone")
             return None
+
+    def stages(self, samples: FloatArray) -> list[tuple[str, Callable[[], object]]]:
+        """The stages ``transcribe`` runs for ``samples``, each as a call that runs that stage alone
+        on the calling thread, in order (the later ones use the encoder's output, so call them in
+        turn): the short-window encoder, the greedy pass, the beam search (when on), the cross-check
+        recogniser (when on) and the voice probability. For ``robot-face bench stt --stages``: what
+        each costs, where ``transcribe`` runs them beside each other."""
+        samples = np.asarray(samples, dtype=np.float32).reshape(-1)
+        encoded: list[Any] = []
+
+        def encoder() -> None:
+            encoded.append(self._encode(samples, self._window_frames(len(samples))))
+
+        out: list[tuple[str, Callable[[], object]]] = [
+            ("encoder", encoder),
+            ("greedy", lambda: self._greedy(samples, encoded[-1])),
+        ]
+        if self.settings.stt_beam_size > 1:
+            out.append((f"beam {self.settings.stt_beam_size}", lambda: self._beam(encoded[-1], len(samples))))
+        cross = self._cross
+        if cross is not None:
+            out.append(("cross-check", lambda: cross.transcribe(samples)))
+        out.append(("voice probability", lambda: voice_probability(samples)))
+        return out
 
     def transcribe_baseline(self, samples: FloatArray) -> str:
         """faster-whisper's own ``transcribe()`` (30 s padding) with the same beam size, for benchmarks."""

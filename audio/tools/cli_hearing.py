@@ -117,6 +117,12 @@ def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction)
         default=os.cpu_count() or 1,
         help="CPU threads of the baseline's own model (default: all cores, its fastest here)",
     )
+    b.add_argument(
+        "--stages",
+        action="store_true",
+        help="also time each stage of our decode and the end-of-turn model alone, and the floor "
+        "their summed CPU sets on the time from the last word to the transcript",
+    )
     _stt_args(b)
     b.set_defaults(func=_bench_stt)
 
@@ -358,4 +364,23 @@ def _bench_stt(args: argparse.Namespace) -> int:
                 f"  {ours_name} vs {name}: median {ours[0] / base_stats[0]:.2f}x, "
                 f"p95 {ours[1] / base_stats[1]:.2f}x, WER {(ours[2] - base_stats[2]) * 100:+.1f} points"
             )
+    if args.stages:
+        _print_stages(stt, settings, [a for _, a in utts], args.pause_ms)
     return 0
+
+
+def _print_stages(
+    stt: WhisperTranscriber, settings: HearingSettings, utts: list[FloatArray], idle_ms: int
+) -> None:
+    from audio.hearing.turn_model import make_turn_model
+    from audio.tools.bench_stages import print_stages, time_stages
+
+    model = make_turn_model(settings)
+    if model is not None:
+        try:
+            model.load()
+        except RuntimeError as err:
+            print(f"robot-face: {err}", file=sys.stderr)
+            raise SystemExit(2) from err
+    print()
+    print_stages(time_stages(stt, model, utts, idle_s=idle_ms / 1000), settings.turn_pause_ms)

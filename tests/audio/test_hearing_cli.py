@@ -180,3 +180,47 @@ def test_bench_with_an_unusable_set_says_why(tmp_path: Path, capsys: pytest.Capt
     (tmp_path / "manifest.tsv").write_text("relpath\ttranscript\tkind\nmissing.wav\thello there\tspeech\n")
     assert run(["bench", "stt", "--dir", str(tmp_path)]) == 2  # its one clip cannot be read
     assert "no 1–8 s utterances found" in capsys.readouterr().err
+
+
+def stage_rows(out: str) -> dict[str, tuple[int, int]]:
+    """The stage table ``bench stt --stages`` printed: name → (median ms, p90 ms)."""
+    table = out[out.index("stage (alone, on one thread)") :].splitlines()[1:]
+    rows = {}
+    for line in table:
+        parts = line.split()
+        if len(parts) >= 3 and parts[-1].isdigit() and parts[-2].isdigit():
+            rows[line[:36].strip()] = (int(parts[-2]), int(parts[-1]))
+    return rows
+
+
+def test_bench_stt_stages_times_each_stage_and_the_floor_they_set(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["bench", "stt", "--limit", "2", "--baseline-beams", "1", "--pause-ms", "0", "--stages"]) == 0
+    out = capsys.readouterr().out
+    rows = stage_rows(out)
+    beam = f"beam {HearingSettings().stt_beam_size}"
+    names = ["encoder", "greedy", beam, "cross-check", "voice probability", "end-of-turn model"]
+    assert list(rows) == [*names, "whole decode (wall, as run)"]
+    assert all(median > 0 for median, _ in rows.values()), rows  # each stage really ran
+    # What the encoder and the greedy pass (run one after the other in the whole decode) take alone
+    # is most of the decode, not the few ms of the calling thread's CPU while CTranslate2 works.
+    whole = rows["whole decode (wall, as run)"][0]
+    assert 0.3 * whole <= rows["encoder"][0] + rows["greedy"][0] <= 1.5 * whole, rows
+    # The floor is the pause plus the summed stage medians over the cores.
+    summed = sum(rows[n][0] for n in names)
+    floor = next(line for line in out.splitlines() if line.startswith("summed CPU per question"))
+    total = int(floor.split("summed CPU per question: ")[1].split(" ms")[0])
+    assert abs(total - summed) <= len(names)  # printed medians are rounded
+    assert "after the last word" in floor and f"{HearingSettings().turn_pause_ms} + {total}/" in floor
+
+
+def test_bench_stt_stages_leave_out_what_is_off(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["bench", "stt", "--limit", "1", "--baseline-beams", "1", "--pause-ms", "0", "--stages"]
+    assert run([*argv, "--beam-size", "1", "--cross-check-model", "off"]) == 0
+    rows = stage_rows(capsys.readouterr().out)
+    assert list(rows) == [
+        "encoder",
+        "greedy",
+        "voice probability",
+        "end-of-turn model",
+        "whole decode (wall, as run)",
+    ]
