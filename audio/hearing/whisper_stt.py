@@ -541,9 +541,8 @@ class WhisperTranscriber:
             return None
 
     def stages(self, samples: FloatArray) -> list[tuple[str, Callable[[], object]]]:
-        """The stages ``transcribe`` runs for ``samples``, each as a call that runs that stage alone
-        on the calling thread, in order (the later ones use the encoder's output, so call them in
-        turn): the short-window encoder, the greedy pass, the beam search (when on), the cross-check
+        """The stages ``transcribe`` runs for ``samples``, each as a blocking call that runs that stage
+        alone, in order (the later ones use the encoder's output, so call them in turn): the short-window encoder, the greedy pass, the beam search (when on), the cross-check
         recogniser (when on) and the voice probability. For ``robot-face bench stt --stages``: what
         each costs, where ``transcribe`` runs them beside each other."""
         samples = np.asarray(samples, dtype=np.float32).reshape(-1)
