@@ -25,9 +25,10 @@ already running when the microphone closes still completes and emits its result.
 
 Turn-taking (``hearing.turn_detector = "smart_turn"``): at the first ``turn_pause_ms`` pause after
 real speech (an endpointer ``TurnQuestion``) the end-of-turn model runs on its own thread and the
-Whisper decode of the audio so far starts beside it (speculative) -- unless the Whisper thread is
-still busy with an earlier pause's decode, then it starts only once the model says the turn may be
-complete. A probability under ``turn_threshold`` is "unfinished" at once (with the late check off);
+Whisper decode of the audio so far starts beside it (speculative; with ``turn_decode_ms`` set it
+started already, at that much of the pause: an endpointer ``SpeechPaused`` of the same ``ask``) --
+unless the Whisper thread is busy (a part, or an earlier pause's decode), then it starts only once
+the model says the turn may be complete. A probability under ``turn_threshold`` is "unfinished" at once (with the late check off);
 otherwise the model's probability and the transcript's words (``audio.hearing.turn``) give the
 verdict the endpointer gets. Unfinished to the model but done to the words (``late_complete``):
 the endpointer ends the turn if the pause lasts ``turn_late_ms``. A turn that ends with no speech since the question (``turn_complete``, or the fallback
@@ -88,6 +89,7 @@ from audio.hearing.vad import (
     Endpointer,
     EndpointerEvent,
     FrameSegmenter,
+    SpeechPaused,
     TurnQuestion,
     UtteranceBegan,
     UtteranceComplete,
@@ -181,8 +183,10 @@ class _Speculation:
     ask: int
     decode: Future[Transcription] | None
     """On the Whisper thread."""
-    model: asyncio.Future[TurnVerdict]
-    question: TurnQuestion
+    model: asyncio.Future[TurnVerdict] | None
+    """On the model's thread, from the ``TurnQuestion`` on (None after ``SpeechPaused`` alone)."""
+    question: SpeechPaused | TurnQuestion
+    """The event whose ``audio`` is (or is to be) decoded: the pause's first."""
     cancel: threading.Event = field(default_factory=threading.Event)
     """Set when the question goes stale (speech resumed, the utterance ended otherwise): the decode
     stops at its next stage and raises ``DecodeCancelled`` (it is never published)."""
@@ -557,6 +561,9 @@ class Listener:
             elif isinstance(ev, UtterancePart):
                 if self._utterance is not None:
                     self._parts.append(self._submit_decode(ev.audio, ev.speech_ratio))
+            elif isinstance(ev, SpeechPaused):
+                if self._utterance is not None:
+                    self._paused(self._utterance, ev)
             elif isinstance(ev, TurnQuestion):
                 if self._utterance is not None:
                     self._ask(self._utterance, ev)
@@ -592,26 +599,43 @@ class Listener:
         self._start_decode(uid, ev.audio, ev.speech_ratio, parts)
 
     # ---- turn-taking ------------------------------------------------------------------------------
-    def _ask(self, uid: str, q: TurnQuestion) -> None:
-        """A pause after speech: run the end-of-turn model and, if the Whisper thread is free, the
-        speculative decode beside it (if it is busy -- an earlier pause's decode the user spoke on
-        past -- the decode waits for the model and runs only if the turn may be complete)."""
+    def _whisper_free(self) -> bool:
+        """No decode in flight on the Whisper thread (a cancelled one stopping at its next stage aside)."""
+        return not any(not f.done() and not (c and c.is_set()) for f, c in self._whisper_jobs.items())
+
+    def _paused(self, uid: str, p: SpeechPaused) -> None:
+        """A pause has begun (``turn_decode_ms``): start the speculative decode of the words so far
+        if the Whisper thread is free, ahead of the model's question about the same pause."""
         if self._turn_model is None:
             return
         self._drop_spec()
-        loop = asyncio.get_running_loop()
-        model = loop.run_in_executor(self._turn_executor, self._turn_model.predict, q.context)
-        self._spec = _Speculation(uid=uid, ask=q.ask, decode=None, model=model, question=q)
-        if not any(not f.done() and not (c and c.is_set()) for f, c in self._whisper_jobs.items()):
+        self._spec = _Speculation(uid=uid, ask=p.ask, decode=None, model=None, question=p)
+        if self._whisper_free():
             self._speculate(self._spec)
-        task = asyncio.create_task(self._judge(self._spec), name=f"turn-{uid}-{q.ask}")
+
+    def _ask(self, uid: str, q: TurnQuestion) -> None:
+        """A pause after speech: run the end-of-turn model and, if the Whisper thread is free, the
+        speculative decode beside it unless the pause's ``SpeechPaused`` started it already (if it is
+        busy -- an earlier pause's decode the user spoke on past, or a part -- the decode waits for
+        the model and runs only if the turn may be complete)."""
+        if self._turn_model is None:
+            return
+        spec = self._spec
+        if spec is None or spec.uid != uid or spec.ask != q.ask or spec.model is not None:
+            self._drop_spec()
+            spec = self._spec = _Speculation(uid=uid, ask=q.ask, decode=None, model=None, question=q)
+        loop = asyncio.get_running_loop()
+        spec.model = model = loop.run_in_executor(self._turn_executor, self._turn_model.predict, q.context)
+        if spec.decode is None and self._whisper_free():
+            self._speculate(spec)
+        task = asyncio.create_task(self._judge(spec, model), name=f"turn-{uid}-{q.ask}")
         self._decodes.add(task)
         task.add_done_callback(self._decodes.discard)
 
-    async def _judge(self, spec: _Speculation) -> None:
+    async def _judge(self, spec: _Speculation, model: asyncio.Future[TurnVerdict]) -> None:
         """Wait for the model (and, if the verdict uses it, the decode), then tell the endpointer."""
         try:
-            verdict = await spec.model
+            verdict = await model
         except Exception as err:  # a model that fails leaves the turn to the fallback silence
             _LOGGER.error("end-of-turn model failed: %s", err)
             return

@@ -8,7 +8,8 @@ length; speech longer than Whisper's window is handed on in parts, cut at a paus
 
 Turn-taking (``hearing.turn_detector``): with ``silence`` an utterance ends after ``end_silence_ms`` of
 non-speech. With ``smart_turn`` a pause of ``turn_pause_ms`` after real speech raises a
-``TurnQuestion``; whoever runs the end-of-turn model answers with ``Endpointer.verdict`` (the
+``TurnQuestion`` (with ``turn_decode_ms`` set, an earlier ``SpeechPaused`` of the same pause and
+``ask`` starts the speculative decode first); whoever runs the end-of-turn model answers with ``Endpointer.verdict`` (the
 endpointer stays clock-free: an answer is just another input). A "complete" answer while the pause
 still goes on ends the utterance (``end="turn_complete"``); speech that resumes makes the question
 stale and the utterance goes on; ``turn_fallback_ms`` of non-speech ends it anyway (``end="silence"``).
@@ -75,8 +76,24 @@ class UtteranceComplete:
     """``UtterancePart`` events before this one."""
     end: EndReason = "silence"
     asked: int | None = None
-    """The ``TurnQuestion.ask`` whose ``audio`` this completion's ``audio`` equals (no speech and no
-    part since it was asked): its speculative decode is this utterance's transcript."""
+    """The ``SpeechPaused``/``TurnQuestion`` ``ask`` of this completion's pause (no speech and no
+    part since it began): the speculative decode of that event's ``audio`` is this utterance's
+    transcript (the same words; the pause kept to the post-roll may be longer here)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SpeechPaused:
+    """A pause of ``turn_decode_ms`` after real speech, before its ``TurnQuestion`` (same ``ask``,
+    at ``turn_pause_ms``): ``audio`` is what an ``UtteranceComplete`` ending now would hold, for the
+    speculative decode; a completion with ``asked == ask`` had no speech since, and this decode is
+    its transcript. Raised only when ``turn_decode_ms`` is set and under ``turn_pause_ms`` (else
+    the question carries the audio)."""
+
+    ask: int
+    audio: FloatArray
+    speech_ratio: float
+    end_offset: int
+    """Stream sample index just after the last speech frame."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +122,9 @@ class UtteranceRejected:
     speech_ms: int
 
 
-EndpointerEvent = UtteranceBegan | UtterancePart | UtteranceComplete | UtteranceRejected | TurnQuestion
+EndpointerEvent = (
+    UtteranceBegan | UtterancePart | UtteranceComplete | UtteranceRejected | SpeechPaused | TurnQuestion
+)
 
 TURN_CONTEXT_MS = 8000
 """Audio kept for the end-of-turn model (Smart Turn reads the last 8 s)."""
@@ -182,6 +201,8 @@ class Endpointer:
         """Non-speech that ends an utterance in any case, in ms (the fallback with ``smart_turn``)."""
         self._end_frames = max(1, end_ms // fms)
         self._pause_frames = max(1, settings.turn_pause_ms // fms)
+        decode_ms = settings.turn_decode_ms or settings.turn_pause_ms
+        self._decode_frames = min(self._pause_frames, max(1, decode_ms // fms))
         self._recent: deque[FloatArray] = deque(maxlen=max(1, TURN_CONTEXT_MS // fms))
         self._asks = 0
         self._open_ask: int | None = None
@@ -285,9 +306,13 @@ class Endpointer:
             self._open_ask = None  # the audio asked about is no longer what would be transcribed
             self._complete_at = None
             return [self._cut_part()]
-        if self.smart_turn and self._silence_run == self._pause_frames and self._real_speech():
+        if not self.smart_turn or self._silence_run not in (self._decode_frames, self._pause_frames):
+            return []
+        if not self._real_speech():
+            return []
+        if self._silence_run == self._pause_frames:
             return [self._question()]
-        return []
+        return [self._paused()]
 
     def _real_speech(self) -> bool:
         """Whether the utterance so far holds at least ``min_utterance_ms`` of speech (the model calls
@@ -296,15 +321,22 @@ class Endpointer:
         first = self._voiced_start(flags)
         return (len(flags) - first + self._part_speech_frames) * self.frame_ms >= max(self._min_ms, 1)
 
-    def _question(self) -> TurnQuestion:
+    def _paused(self) -> SpeechPaused:
         self._asks += 1
         self._open_ask = self._asks
         self._complete_at = None
         audio, ratio, end_offset = self._closing_audio(self._silence_run)
+        return SpeechPaused(ask=self._asks, audio=audio, speech_ratio=ratio, end_offset=end_offset)
+
+    def _question(self) -> TurnQuestion:
+        ask = self._open_ask
+        if ask is None or self._decode_frames == self._pause_frames:
+            self._asks += 1  # no SpeechPaused opened this pause (or a part was cut since)
+            ask = self._open_ask = self._asks
+        self._complete_at = None
+        audio, ratio, end_offset = self._closing_audio(self._silence_run)
         context = np.concatenate(list(self._recent)).astype(np.float32)
-        return TurnQuestion(
-            ask=self._asks, audio=audio, context=context, speech_ratio=ratio, end_offset=end_offset
-        )
+        return TurnQuestion(ask=ask, audio=audio, context=context, speech_ratio=ratio, end_offset=end_offset)
 
     def verdict(self, ask: int, complete: bool, after_ms: int = 0) -> list[EndpointerEvent]:
         """The answer to ``TurnQuestion`` ``ask``: complete → the utterance ends (``end=

@@ -119,8 +119,11 @@ async def listen(
     noise_db: float = -65.0,
     threshold: float | None = None,
     late_ms: int | None = None,
+    decode_ms: int | None = None,
 ) -> tuple[Listener, Events]:
     settings = HearingSettings(turn_detector="smart_turn", turn_fallback_ms=fallback_ms)
+    if decode_ms is not None:
+        settings = replace(settings, turn_decode_ms=decode_ms)
     if threshold is not None:
         settings = replace(settings, turn_threshold=threshold)
     if late_ms is not None:
@@ -139,11 +142,14 @@ async def listen(
     return listener, rec
 
 
+@pytest.mark.parametrize("decode_ms", [30, 120])
 async def test_real_sentence_ends_on_the_model_well_before_the_fallback_with_one_decode(
-    hearing_transcriber: WhisperTranscriber, turn_model: SmartTurnModel, jfk: FloatArray
+    hearing_transcriber: WhisperTranscriber, turn_model: SmartTurnModel, jfk: FloatArray, decode_ms: int
 ) -> None:
+    """``turn_decode_ms`` 30 starts the speculative decode at the pause's first silent frame, before
+    the model's question (``turn_pause_ms`` 120); 120 (as the default 0) starts it with the question."""
     stt, model = Counting(hearing_transcriber), CountingModel(turn_model)
-    listener, rec = await listen(jfk, stt, model)
+    listener, rec = await listen(jfk, stt, model, decode_ms=decode_ms)
     (ended,) = rec.of(SpeechEnded)
     (done,) = rec.of(Transcribed)
     assert isinstance(ended, SpeechEnded) and isinstance(done, Transcribed)
@@ -155,9 +161,17 @@ async def test_real_sentence_ends_on_the_model_well_before_the_fallback_with_one
     assert "what your country" in done.text.lower() and "for your country" in done.text.lower()
     asks = list(listener.turn_asks)
     assert asks[-1].complete and all(not a.complete for a in asks[:-1])
-    # The question at the final pause was decoded once, and that decode is the transcript; the
-    # decodes of earlier pauses (the user went on) were dropped or left unused.
-    assert len(stt.calls) <= len(asks) and model.calls == len(asks)
+    # The final pause was decoded once, and that decode is the transcript (every decode was a
+    # speculative one, the last not told to stop); the decodes of earlier pauses (the user went on)
+    # were dropped or left unused.
+    assert model.calls == len(asks) and len(stt.calls) == len(stt.tokens), stt.calls
+    assert not stt.tokens[-1].is_set()
+    # What it decoded: the utterance with decode_ms of its last pause, where the published one
+    # (``audio_ms``) holds at least the question's 120 ms of it and at most the post-roll (6 frames).
+    s = HearingSettings()
+    extra_ms = ended.audio_ms - stt.calls[-1] * 1000 / 16000
+    post_ms = s.post_roll_ms // s.block_ms * s.block_ms
+    assert s.turn_pause_ms - decode_ms - 1 <= extra_ms <= post_ms - decode_ms + 1, extra_ms
 
 
 @pytest.mark.parametrize("pause_s", [1.2])

@@ -12,6 +12,7 @@ from audio.hearing.vad import (
     Endpointer,
     EndpointerEvent,
     SpeechDetector,
+    SpeechPaused,
     TurnQuestion,
     UtteranceBegan,
     UtteranceComplete,
@@ -208,9 +209,17 @@ def test_detector_accepts_speech(hearing_say) -> None:  # type: ignore[no-untype
 
 
 # ---- turn-taking: the endpointer fed frames and the model's verdicts -------------------------------
-def smart(settings: HearingSettings) -> HearingSettings:
-    """smart_turn: a 6-frame (180 ms) pause asks, 30 frames (900 ms) of silence end anyway."""
-    return replace(settings, turn_detector="smart_turn", turn_pause_ms=180, turn_fallback_ms=900)
+def smart(settings: HearingSettings, decode_ms: int = 0) -> HearingSettings:
+    """smart_turn: a 6-frame (180 ms) pause asks, 30 frames (900 ms) of silence end anyway; the
+    speculative decode starts with the question (0, the default; a shorter ``decode_ms``: a
+    ``SpeechPaused`` first)."""
+    return replace(
+        settings,
+        turn_detector="smart_turn",
+        turn_pause_ms=180,
+        turn_fallback_ms=900,
+        turn_decode_ms=decode_ms,
+    )
 
 
 def drive(
@@ -247,6 +256,44 @@ def test_complete_verdict_ends_the_turn_at_the_pause(settings: HearingSettings) 
     assert q.end_offset == done.end_offset == 30 * FRAME
     # The model sees everything up to the question (pre-roll, speech, the pause).
     assert q.context[-1] == float(iq) and len(q.context) == (iq + 1 - 5) * FRAME
+
+
+def test_an_earlier_pause_starts_the_decode_and_the_question_asks_about_the_same_pause(
+    settings: HearingSettings,
+) -> None:
+    """``turn_decode_ms`` 60: the 2nd silent frame raises ``SpeechPaused`` (the audio to decode), the
+    6th the ``TurnQuestion`` with the same ask; the completion names that ask, and its audio is the
+    paused audio with more of the pause (the post-roll): the same words, so that decode serves."""
+    ep = Endpointer(replace(smart(settings, decode_ms=60), post_roll_ms=180))
+    events = drive(ep, "." * 10 + "s" * 20 + "." * 40, {1: True})
+    assert kinds(events) == [UtteranceBegan, SpeechPaused, TurnQuestion, UtteranceComplete]
+    (_, _), (ip, paused), (iq, q), (_, done) = events
+    assert (
+        isinstance(paused, SpeechPaused)
+        and isinstance(q, TurnQuestion)
+        and isinstance(done, UtteranceComplete)
+    )
+    assert (ip, iq) == (30 + 2 - 1, 30 + 6 - 1) and paused.ask == q.ask == done.asked == 1
+    assert len(paused.audio) == len(done.audio) - 4 * FRAME and np.array_equal(
+        paused.audio, done.audio[: len(paused.audio)]
+    )
+    assert paused.speech_ratio == done.speech_ratio and paused.end_offset == done.end_offset == 30 * FRAME
+
+
+def test_speech_between_the_pause_and_its_question_opens_a_new_pause(settings: HearingSettings) -> None:
+    """Speech after ``SpeechPaused`` and before the question: that pause is gone (no question
+    about it, a verdict on it ignored); the next pause raises its own, with a new ask."""
+    ep = Endpointer(smart(settings, decode_ms=60))
+    first = run(ep, "." * 10 + "s" * 20 + "." * 3)
+    (p1,) = [e for _, e in first if isinstance(e, SpeechPaused)]
+    assert ep.open_question == p1.ask
+    resumed = run(ep, "s" * 5)
+    assert resumed == [] and ep.open_question is None and ep.verdict(p1.ask, True) == []
+    events = drive(ep, "." * 40, {2: True})
+    assert kinds(events) == [SpeechPaused, TurnQuestion, UtteranceComplete]
+    done = events[-1][1]
+    assert isinstance(done, UtteranceComplete) and done.asked == 2
+    assert len(done.audio) >= (20 + 3 + 5) * FRAME  # one utterance: speech, the pause, more speech
 
 
 def test_unfinished_verdict_waits_and_resumed_speech_is_the_same_utterance(settings: HearingSettings) -> None:
