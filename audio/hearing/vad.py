@@ -310,9 +310,7 @@ class Endpointer:
             return []
         if not self._real_speech():
             return []
-        if self._silence_run == self._pause_frames:
-            return [self._question()]
-        return [self._paused()]
+        return [self._question() if self._silence_run == self._pause_frames else self._paused()]
 
     def _real_speech(self) -> bool:
         """Whether the utterance so far holds at least ``min_utterance_ms`` of speech (the model calls
@@ -329,9 +327,9 @@ class Endpointer:
         return SpeechPaused(ask=self._asks, audio=audio, speech_ratio=ratio, end_offset=end_offset)
 
     def _question(self) -> TurnQuestion:
-        ask = self._open_ask
-        if ask is None or self._decode_frames == self._pause_frames:
-            self._asks += 1  # no SpeechPaused opened this pause (or a part was cut since)
+        ask = self._open_ask  # set: this pause's SpeechPaused (cleared by speech or a part cut since)
+        if ask is None:
+            self._asks += 1
             ask = self._open_ask = self._asks
         self._complete_at = None
         audio, ratio, end_offset = self._closing_audio(self._silence_run)

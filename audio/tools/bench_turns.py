@@ -366,9 +366,8 @@ def parse_config(spec: str, base: HearingSettings) -> tuple[str, HearingSettings
         turn_threshold=float(threshold) if threshold else base.turn_threshold,
         turn_pause_ms=int(pause) if pause else base.turn_pause_ms,
         turn_late_ms=int(late) if late else base.turn_late_ms,
+        turn_decode_ms=int(decode) if decode else base.turn_decode_ms,
     )
-    s = replace(s, turn_decode_ms=int(decode) if decode else min(base.turn_decode_ms, s.turn_pause_ms))
-    # (0, the runtime's default: the decode starts with the question)
     s.validate()
     label = f"smart_turn:{s.turn_text_check}:{s.turn_threshold:g}:{s.turn_pause_ms}:{s.turn_late_ms}"
     return f"{label}:{s.turn_decode_ms}", s
