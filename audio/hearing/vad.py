@@ -9,9 +9,10 @@ length; speech longer than Whisper's window is handed on in parts, cut at a paus
 Turn-taking (``hearing.turn_detector``): with ``silence`` an utterance ends after ``end_silence_ms`` of
 non-speech. With ``smart_turn`` a pause of ``turn_pause_ms`` after real speech raises a
 ``TurnQuestion`` (with ``turn_decode_ms`` set, an earlier ``SpeechPaused`` of the same pause and
-``ask`` starts the speculative decode first); whoever runs the end-of-turn model answers with ``Endpointer.verdict`` (the
+``ask`` starts the speculative decode first; with ``turn_ask_ms`` set, the question itself comes
+that early, its audio continued by the pause's own quiet to ``turn_pause_ms``); whoever runs the end-of-turn model answers with ``Endpointer.verdict`` (the
 endpointer stays clock-free: an answer is just another input). A "complete" answer while the pause
-still goes on ends the utterance (``end="turn_complete"``); speech that resumes makes the question
+still goes on ends the utterance (``end="turn_complete"``) once it has lasted ``turn_pause_ms``; speech that resumes makes the question
 stale and the utterance goes on; ``turn_fallback_ms`` of non-speech ends it anyway (``end="silence"``).
 """
 
@@ -98,12 +99,13 @@ class SpeechPaused:
 
 @dataclass(frozen=True, slots=True)
 class TurnQuestion:
-    """A pause of ``turn_pause_ms`` after real speech: is the turn complete?
+    """A pause of ``turn_pause_ms`` after real speech (``turn_ask_ms`` when set): is the turn complete?
 
     ``audio`` is what an ``UtteranceComplete`` ending now would hold (the rest after any parts, the
     pause cut to the post-roll), for a speculative decode; ``context`` the utterance's last
-    ``TURN_CONTEXT_MS`` up to now (pause included), for the end-of-turn model. Answer with
-    ``Endpointer.verdict(ask, complete)``.
+    ``TURN_CONTEXT_MS`` up to now (pause included), for the end-of-turn model. Asked ahead of
+    ``turn_pause_ms``, both are as they would be at it if the pause goes on (continued by copies of
+    the pause's own frames). Answer with ``Endpointer.verdict(ask, complete)``.
     """
 
     ask: int
@@ -201,8 +203,10 @@ class Endpointer:
         """Non-speech that ends an utterance in any case, in ms (the fallback with ``smart_turn``)."""
         self._end_frames = max(1, end_ms // fms)
         self._pause_frames = max(1, settings.turn_pause_ms // fms)
-        decode_ms = settings.turn_decode_ms or settings.turn_pause_ms
-        self._decode_frames = min(self._pause_frames, max(1, decode_ms // fms))
+        ask_ms = settings.turn_ask_ms or settings.turn_pause_ms
+        self._ask_frames = min(self._pause_frames, max(1, ask_ms // fms))
+        decode_ms = settings.turn_decode_ms or ask_ms
+        self._decode_frames = min(self._ask_frames, max(1, decode_ms // fms))
         self._recent: deque[FloatArray] = deque(maxlen=max(1, TURN_CONTEXT_MS // fms))
         self._asks = 0
         self._open_ask: int | None = None
@@ -306,11 +310,11 @@ class Endpointer:
             self._open_ask = None  # the audio asked about is no longer what would be transcribed
             self._complete_at = None
             return [self._cut_part()]
-        if not self.smart_turn or self._silence_run not in (self._decode_frames, self._pause_frames):
+        if not self.smart_turn or self._silence_run not in (self._decode_frames, self._ask_frames):
             return []
         if not self._real_speech():
             return []
-        return [self._question() if self._silence_run == self._pause_frames else self._paused()]
+        return [self._question() if self._silence_run == self._ask_frames else self._paused()]
 
     def _real_speech(self) -> bool:
         """Whether the utterance so far holds at least ``min_utterance_ms`` of speech (the model calls
@@ -334,16 +338,18 @@ class Endpointer:
         self._complete_at = None
         audio, ratio, end_offset = self._closing_audio(self._silence_run)
         context = np.concatenate(list(self._recent)).astype(np.float32)
+        if self._silence_run < self._pause_frames:  # turn_ask_ms: asked ahead of the pause's end
+            audio, context = self._as_at_pause_end(audio, context)
         return TurnQuestion(ask=ask, audio=audio, context=context, speech_ratio=ratio, end_offset=end_offset)
 
     def verdict(self, ask: int, complete: bool, after_ms: int = 0) -> list[EndpointerEvent]:
         """The answer to ``TurnQuestion`` ``ask``: complete → the utterance ends (``end=
-        "turn_complete"``) if that pause still goes on -- now, or with ``after_ms`` (the late check)
-        once the pause has lasted that long, unless speech resumes first; otherwise (unfinished,
-        stale) nothing."""
+        "turn_complete"``) if that pause still goes on -- now, or once the pause has lasted
+        ``turn_pause_ms`` (a question asked ahead of it, ``turn_ask_ms``) or ``after_ms`` (the late
+        check), unless speech resumes first; otherwise (unfinished, stale) nothing."""
         if not complete or ask != self._open_ask or self._state != "speech":
             return []
-        frames = -(-after_ms // self.frame_ms)
+        frames = max(self._pause_frames, -(-after_ms // self.frame_ms))
         if self._silence_run < frames:
             self._complete_at = frames
             return []
@@ -381,6 +387,25 @@ class Endpointer:
         self._part_speech_frames += len(flags) - first
         self._frames, self._flags = self._frames[cut:], self._flags[cut:]
         return event
+
+    def _as_at_pause_end(self, audio: FloatArray, context: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """A question's ``audio`` and ``context`` asked ahead of ``turn_pause_ms``, as they would be
+        at it if the pause goes on: continued by copies of the pause's own frames (the room's quiet)
+        to ``turn_pause_ms`` (``audio`` as far as the post-roll keeps it). The model and the decode
+        then judge the pause they would have judged there, only sooner."""
+        run = min(self._silence_run, len(self._frames))  # a part may have taken the pause's start
+        quiet = self._frames[len(self._frames) - run :]
+        if not quiet:
+            return audio, context
+        more = self._pause_frames - self._silence_run
+        kept = min(run + more, self._post_frames) - min(run, self._post_frames)
+
+        def copies(n: int) -> list[FloatArray]:
+            return [quiet[i % len(quiet)] for i in range(n)]
+
+        if len(audio) and kept > 0:  # empty: only the pause after a part, nothing to transcribe
+            audio = np.concatenate([audio, *copies(kept)]).astype(np.float32)
+        return audio, np.concatenate([context, *copies(more)]).astype(np.float32)
 
     def _closing_audio(self, trailing: int) -> tuple[FloatArray, float, int]:
         """What an utterance ending now would transcribe: (audio, speech ratio, end offset), the

@@ -68,8 +68,12 @@ tokens; fillers, goodbyes and single words are where a confident mistake costs m
 SECOND_OPINION_TOKEN_PROB = 0.5
 """Longer ones get it when some greedy token was less likely than this (shaky)."""
 UNREAD_MIN_S = 0.3
-"""A decode that leaves its last segment unread with at least this much audio (seconds) after the
-segment's start is redone on the full window (about 1 % of real utterances, long ones)."""
+"""A decode that leaves its last segment unread with at least this much sound (seconds) after the
+segment's start is redone on the full window (about 1 % of real utterances, long ones). Only
+sound counts (``sound_end_s``): a segment opened in the utterance's closing pause has nothing to read,
+and its redo cost ~0.8 s of CPU on the turn's critical path (a 30 s window)."""
+QUIET_BELOW_SPEECH_DB = 30.0
+"""A 30 ms frame this far under the utterance's speech level is quiet: the pause, not a word (dB)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,15 +103,32 @@ def _token_budget(n_samples: int) -> int:
     return min(220, 10 + int(n_samples / SAMPLE_RATE * 10))
 
 
-def audio_level_db(samples: FloatArray, rate: int = SAMPLE_RATE) -> float:
-    """90th-percentile 30 ms frame level of ``samples`` in dBFS (how loud the speech itself was)."""
+def _frame_rms(samples: FloatArray, rate: int) -> np.ndarray:
+    """RMS of each whole 30 ms frame of ``samples``."""
     n = rate * 30 // 1000
     frames = len(samples) // n
-    if frames == 0:
-        return -120.0
     x = samples[: frames * n].astype(np.float64).reshape(frames, n)
-    rms = np.sqrt(np.mean(x * x, axis=1))
+    return np.sqrt(np.mean(x * x, axis=1))
+
+
+def audio_level_db(samples: FloatArray, rate: int = SAMPLE_RATE) -> float:
+    """90th-percentile 30 ms frame level of ``samples`` in dBFS (how loud the speech itself was)."""
+    rms = _frame_rms(samples, rate)
+    if len(rms) == 0:
+        return -120.0
     return float(max(-120.0, 20.0 * math.log10(float(np.percentile(rms, 90)) + 1e-12)))
+
+
+def sound_end_s(samples: FloatArray, rate: int = SAMPLE_RATE) -> float:
+    """Where the sound of ``samples`` ends, in seconds: the end of the last 30 ms frame less than
+    ``QUIET_BELOW_SPEECH_DB`` under the speech level (``audio_level_db``); the pause an utterance
+    ends with, and the room's noise in it, come after."""
+    rms = _frame_rms(samples, rate)
+    if len(rms) == 0:
+        return 0.0
+    floor = float(np.percentile(rms, 90)) * 10 ** (-QUIET_BELOW_SPEECH_DB / 20)
+    loud = np.flatnonzero(rms >= floor)
+    return float((loud[-1] + 1) * 0.03) if len(loud) else 0.0
 
 
 class WhisperTranscriber:
@@ -507,7 +528,7 @@ class WhisperTranscriber:
             # "9 9", "0 0" for one spoken digit: a short-window slip the full window rarely makes.
             full = self._greedy(samples, self._encode(samples, FULL_WINDOW_FRAMES))
             return (full if normalise_text(full.text) and not full.looped else d), 1
-        if self._stopped_reading(d, len(samples)):
+        if self._stopped_reading(d, samples):
             # The short window took the last phrase to go on past its end and left it unread ("... or
             # eight to exit" lost from a 14 s menu); the full window reads on.
             full = self._greedy(samples, self._encode(samples, FULL_WINDOW_FRAMES))
@@ -523,10 +544,10 @@ class WhisperTranscriber:
         return d, 0
 
     @staticmethod
-    def _stopped_reading(d: Decode, n_samples: int) -> bool:
-        """Whether the decode left a last segment unread with at least ``UNREAD_MIN_S`` of audio after
-        its start."""
-        return d.unfinished_at is not None and n_samples / SAMPLE_RATE - d.unfinished_at >= UNREAD_MIN_S
+    def _stopped_reading(d: Decode, samples: FloatArray) -> bool:
+        """Whether the decode left a last segment unread with at least ``UNREAD_MIN_S`` of sound
+        (``sound_end_s``) after its start."""
+        return d.unfinished_at is not None and sound_end_s(samples) - d.unfinished_at >= UNREAD_MIN_S
 
     @staticmethod
     def _other_text(job: Future[str] | None) -> str | None:

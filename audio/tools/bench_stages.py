@@ -1,6 +1,6 @@
 """``robot-face bench stt --stages``: what each stage of hearing one utterance costs on this machine.
 
-At the end-of-turn question (``hearing.turn_pause_ms`` of silence) the device starts the whole decode
+At the end-of-turn question (``hearing.turn_ask_ms`` of silence) the device starts the whole decode
 (``WhisperTranscriber.transcribe``: the encoder, then the greedy pass beside the beam search, the
 cross-check recogniser and the voice probability on a third thread) and asks the end-of-turn model
 beside it. On a small board they share few cores, so the time from the last word to the transcript
@@ -79,16 +79,18 @@ def time_stages(
     return StageTable(stages, whole)
 
 
-def print_stages(table: StageTable, pause_ms: int, cores: int | None = None) -> None:
-    """The stage table, the summed CPU and the floor it sets after ``pause_ms`` on ``cores``."""
+def print_stages(table: StageTable, question_ms: int, pause_ms: int, cores: int | None = None) -> None:
+    """The stage table, the summed CPU and the floor it sets on ``cores`` for work that starts at
+    ``question_ms`` of the pause (``turn_ask_ms``) and a turn that cannot end before ``pause_ms``."""
     cores = cores or os.cpu_count() or 1
     print(f"{'stage (alone, on one thread)':36s} {'median ms':>10s} {'p90 ms':>8s}")
     for name, values in [*table.stages.items(), (WHOLE, table.whole)]:
         p90 = float(np.percentile(values, 90))
         print(f"{name:36s} {statistics.median(values):10.0f} {p90:8.0f}")
     total = table.cpu_sum()
+    floor = max(pause_ms, question_ms + total / cores)
     print(
-        f"summed CPU per question: {total:.0f} ms; on {cores} cores the transcript comes at least "
-        f"{pause_ms} + {total:.0f}/{cores} = {pause_ms + total / cores:.0f} ms after the last word "
-        "(the turn goal: 300)"
+        f"summed CPU per question: {total:.0f} ms; asked at {question_ms} ms of the pause, on {cores} "
+        f"cores the transcript comes at least {question_ms} + {total:.0f}/{cores} = {floor:.0f} ms "
+        f"after the last word (never before the {pause_ms} ms pause; the turn goal: 300)"
     )

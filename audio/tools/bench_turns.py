@@ -344,20 +344,22 @@ def _blas_threads(threads: int | None) -> Iterator[None]:
 
 
 def parse_config(spec: str, base: HearingSettings) -> tuple[str, HearingSettings]:
-    """``silence`` or ``smart_turn[:TEXT_CHECK[:THRESHOLD[:PAUSE_MS[:LATE_MS[:DECODE_MS]]]]]`` →
-    (label, settings); LATE_MS is ``turn_late_ms`` (0: no late check), DECODE_MS ``turn_decode_ms``
-    (the pause at which the speculative decode starts, at most PAUSE_MS; 0: with the question)."""
+    """``silence`` or ``smart_turn[:TEXT_CHECK[:THRESHOLD[:PAUSE_MS[:LATE_MS[:DECODE_MS[:ASK_MS]]]]]]``
+    → (label, settings); LATE_MS is ``turn_late_ms`` (0: no late check), DECODE_MS ``turn_decode_ms``
+    (the pause at which the speculative decode starts, at most PAUSE_MS; 0: with the question),
+    ASK_MS ``turn_ask_ms`` (the pause at which the model is asked, at most PAUSE_MS; 0: at PAUSE_MS)."""
     detector, _, rest = spec.partition(":")
     check, _, rest = rest.partition(":")
     threshold, _, rest = rest.partition(":")
     pause, _, rest = rest.partition(":")
-    late, _, decode = rest.partition(":")
+    late, _, rest = rest.partition(":")
+    decode, _, ask = rest.partition(":")
     if detector == "silence":
         return "silence", replace(base, turn_detector="silence")
     if detector != "smart_turn":
         raise ValueError(
             f"unknown detector {detector!r}"
-            " (use smart_turn[:CHECK[:THRESHOLD[:PAUSE_MS[:LATE_MS[:DECODE_MS]]]]] or silence)"
+            " (use smart_turn[:CHECK[:THRESHOLD[:PAUSE_MS[:LATE_MS[:DECODE_MS[:ASK_MS]]]]]] or silence)"
         )
     s = replace(
         base,
@@ -367,10 +369,11 @@ def parse_config(spec: str, base: HearingSettings) -> tuple[str, HearingSettings
         turn_pause_ms=int(pause) if pause else base.turn_pause_ms,
         turn_late_ms=int(late) if late else base.turn_late_ms,
         turn_decode_ms=int(decode) if decode else base.turn_decode_ms,
+        turn_ask_ms=int(ask) if ask else base.turn_ask_ms,
     )
     s.validate()
     label = f"smart_turn:{s.turn_text_check}:{s.turn_threshold:g}:{s.turn_pause_ms}:{s.turn_late_ms}"
-    return f"{label}:{s.turn_decode_ms}", s
+    return f"{label}:{s.turn_decode_ms}:{s.turn_ask_ms}", s
 
 
 def dump_asks(path: Path, name: str, outcomes: list[Outcome]) -> None:

@@ -144,7 +144,13 @@ def _observe(p: _Pause, x: np.ndarray, pos: int, stt: Transcriber, model: TurnMo
 
 def extract(clips: list[Clip], stt: Transcriber, model: TurnModel, base: HearingSettings, out: Path) -> None:
     """Cache every clip's signals to ``out`` (JSON)."""
-    settings = replace(base, turn_detector="smart_turn", turn_pause_ms=ASK_FRAMES[0] * base.block_ms)
+    settings = replace(  # every pause asked at its own silences (the cache's), none ahead of them
+        base,
+        turn_detector="smart_turn",
+        turn_pause_ms=ASK_FRAMES[0] * base.block_ms,
+        turn_ask_ms=0,
+        turn_decode_ms=0,
+    )
     rng = np.random.default_rng(1)
     rows = []
     start = time.monotonic()

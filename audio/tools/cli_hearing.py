@@ -132,11 +132,11 @@ def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction)
     t.add_argument("dir", type=Path, help="real-speech manifest set (scripts/build_real_speech_sets.py)")
     t.add_argument(
         "--configs",
-        default="smart_turn,smart_turn:words+end:0.3:120:390:30,silence",
+        default="smart_turn,smart_turn:words+end:0.3:120:390:0:120,silence",
         help="detectors side by side: smart_turn[:off|words|words+punctuation|words+end[:THRESHOLD"
-        "[:PAUSE_MS[:LATE_MS[:DECODE_MS]]]]] and silence, each optionally with @blas-pool (numpy's BLAS "
+        "[:PAUSE_MS[:LATE_MS[:DECODE_MS[:ASK_MS]]]]]] and silence, each optionally with @blas-pool (numpy's BLAS "
         "pool at the library's default, the baseline of the runtime's one BLAS thread) (default: the "
-        "runtime's rule, the same with the speculative decode started at 30 ms of silence, and silence)",
+        "runtime's rule, the same asked at the end of the pause (120 ms) instead of at 30 ms, and silence)",
     )
     t.add_argument("--limit", type=int, default=24, help="real complete sentences (default 24)")
     t.add_argument("--hesitations", type=int, default=12, help="real sentences to cut (default 12)")
@@ -383,4 +383,5 @@ def _print_stages(
             print(f"robot-face: {err}", file=sys.stderr)
             raise SystemExit(2) from err
     print()
-    print_stages(time_stages(stt, model, utts, idle_s=idle_ms / 1000), settings.turn_pause_ms)
+    question_ms = settings.turn_ask_ms or settings.turn_pause_ms
+    print_stages(time_stages(stt, model, utts, idle_s=idle_ms / 1000), question_ms, settings.turn_pause_ms)

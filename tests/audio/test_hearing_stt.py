@@ -18,7 +18,7 @@ from audio.hearing.speech_gate import SpeechGate
 from audio.hearing.vad import UtteranceComplete, segment_audio
 from audio.hearing.wer import normalise_for_wer, word_errors
 from audio.hearing.whisper_decode import Decode
-from audio.hearing.whisper_stt import FULL_WINDOW_FRAMES, UNREAD_MIN_S, WhisperTranscriber
+from audio.hearing.whisper_stt import FULL_WINDOW_FRAMES, UNREAD_MIN_S, WhisperTranscriber, sound_end_s
 from audio.tools.stt_clip import load_clip, transcribe_clip
 from tests.audio.conftest import HEARING_SPEECH_DIR, hearing_noise, hearing_room, hearing_silence
 
@@ -281,6 +281,27 @@ def test_an_unread_end_is_kept_when_the_full_window_does_not_read_on(
     near_end = replace(late, unfinished_at=len(clip) / 16000 - UNREAD_MIN_S / 2)
     kept, redone = hearing_transcriber._redo_on_full_window(clip, near_end)
     assert kept is near_end and redone == 0
+    # Nor one opened where the words end, however long the pause after them (the utterance's
+    # closing pause, the room's noise in it): only sound after the segment's start counts ...
+    paused = np.concatenate([clip, hearing_noise(0.8, -65.0)])
+    at_the_end = replace(late, unfinished_at=sound_end_s(clip) - UNREAD_MIN_S / 2)
+    kept, redone = hearing_transcriber._redo_on_full_window(paused, at_the_end)
+    assert kept is at_the_end and redone == 0
+    # ... and the pause does not hide a phrase left unread before it.
+    kept, redone = hearing_transcriber._redo_on_full_window(paused, late)
+    assert kept is late and redone == 1
+
+
+def test_the_sound_ends_where_the_words_do_not_where_the_pause_does() -> None:
+    rate = 16000
+    t = np.arange(rate) / rate
+    words = (0.3 * np.sin(2 * np.pi * 220 * t)).astype(np.float32)  # 1 s, about -13 dBFS
+    room = np.random.default_rng(3).normal(0, 10 ** (-65 / 20), rate // 2).astype(np.float32)
+    assert sound_end_s(np.concatenate([words, room])) == pytest.approx(1.0, abs=0.03)
+    # A room as loud as the words (nothing to tell apart): all of it is sound.
+    loud_room = np.concatenate([words, 0.3 * room / float(np.std(room))]).astype(np.float32)
+    assert sound_end_s(loud_room) == pytest.approx(1.5, abs=0.03)
+    assert sound_end_s(np.zeros(100, np.float32)) == 0.0
 
 
 def test_clear_speech_holds_the_nbest(

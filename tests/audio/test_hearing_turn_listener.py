@@ -120,10 +120,13 @@ async def listen(
     threshold: float | None = None,
     late_ms: int | None = None,
     decode_ms: int | None = None,
+    ask_ms: int | None = None,
 ) -> tuple[Listener, Events]:
     settings = HearingSettings(turn_detector="smart_turn", turn_fallback_ms=fallback_ms)
     if decode_ms is not None:
         settings = replace(settings, turn_decode_ms=decode_ms)
+    if ask_ms is not None:
+        settings = replace(settings, turn_ask_ms=ask_ms)
     if threshold is not None:
         settings = replace(settings, turn_threshold=threshold)
     if late_ms is not None:
@@ -149,7 +152,7 @@ async def test_real_sentence_ends_on_the_model_well_before_the_fallback_with_one
     """``turn_decode_ms`` 30 starts the speculative decode at the pause's first silent frame, before
     the model's question (``turn_pause_ms`` 120); 120 (as the default 0) starts it with the question."""
     stt, model = Counting(hearing_transcriber), CountingModel(turn_model)
-    listener, rec = await listen(jfk, stt, model, decode_ms=decode_ms)
+    listener, rec = await listen(jfk, stt, model, decode_ms=decode_ms, ask_ms=0)  # asked at 120 ms
     (ended,) = rec.of(SpeechEnded)
     (done,) = rec.of(Transcribed)
     assert isinstance(ended, SpeechEnded) and isinstance(done, Transcribed)
@@ -172,6 +175,32 @@ async def test_real_sentence_ends_on_the_model_well_before_the_fallback_with_one
     extra_ms = ended.audio_ms - stt.calls[-1] * 1000 / 16000
     post_ms = s.post_roll_ms // s.block_ms * s.block_ms
     assert s.turn_pause_ms - decode_ms - 1 <= extra_ms <= post_ms - decode_ms + 1, extra_ms
+
+
+@pytest.mark.parametrize("ask_ms", [30, 60])
+async def test_a_question_asked_early_ends_the_turn_with_its_own_decode_as_the_transcript(
+    hearing_transcriber: WhisperTranscriber, turn_model: SmartTurnModel, jfk: FloatArray, ask_ms: int
+) -> None:
+    """``turn_ask_ms`` 30 (the default) or 60: the model and the decode start at the pause's 1st or
+    2nd silent frame, on the audio the question at ``turn_pause_ms`` (120) would send (the pause's
+    frames copied on); the "complete" verdict ends the turn and that decode is the transcript."""
+    stt, model = Counting(hearing_transcriber), CountingModel(turn_model)
+    listener, rec = await listen(jfk, stt, model, ask_ms=ask_ms)
+    (ended,) = rec.of(SpeechEnded)
+    (done,) = rec.of(Transcribed)
+    assert isinstance(ended, SpeechEnded) and isinstance(done, Transcribed)
+    assert len(rec.of(SpeechStarted)) == 1 and ended.end == "turn_complete"
+    assert "what your country" in done.text.lower() and "for your country" in done.text.lower()
+    asks = list(listener.turn_asks)
+    assert asks[-1].complete and model.calls == len(asks) and len(stt.calls) == len(stt.tokens)
+    assert not stt.tokens[-1].is_set()
+    # The decoded audio held the question's 120 ms of the pause (ask_ms heard, the rest copied): the
+    # published utterance, which ended later, holds at most the post-roll more (a decode of what
+    # ask_ms had heard would be 120-150 ms short of it, the verdict taking over 150 ms here).
+    s = HearingSettings()
+    extra_ms = ended.audio_ms - stt.calls[-1] * 1000 / 16000
+    post_ms = s.post_roll_ms // s.block_ms * s.block_ms
+    assert -1 <= extra_ms <= post_ms - s.turn_pause_ms + 1, extra_ms
 
 
 @pytest.mark.parametrize("pause_s", [1.2])
@@ -226,7 +255,8 @@ async def test_stale_speculative_decodes_are_cancelled_and_the_whole_sentence_co
     hearing_transcriber: WhisperTranscriber, turn_model: SmartTurnModel, jfk: FloatArray
 ) -> None:
     """Two short pauses (0.25 s) inside the sentence, after "ask not" and after "for you": each asks
-    the model and starts a speculative decode that the words after it make stale 130 ms later. The
+    the model (at its first silent frame, ``turn_ask_ms``) and starts a speculative decode that the
+    words after it make stale 220 ms later, whether the model answered "wait" by then or not. The
     Listener sets their tokens, so they stop at their next stage (or never start) and give nothing;
     the decode of the turn's end is not cancelled, and the transcripts hold the whole sentence.
 
@@ -248,7 +278,7 @@ async def test_stale_speculative_decodes_are_cancelled_and_the_whole_sentence_co
     text = " ".join(d.text.lower() for d in done if isinstance(d, Transcribed))
     assert "ask not" in text and "what your country" in text and "for your country" in text, text
     stale = [a for a in asks if a.stale]
-    assert len(stale) + len(cut) >= 2, asks  # each pause inside the sentence asked
+    assert len(asks) >= 3, asks  # each pause inside the sentence asked, and the end
     # Every speculative decode but the turns' ends was told to stop, and at least one of the
     # stale ones really stopped early (cancelled at a stage, or never started).
     told = [t.is_set() for t in stt.tokens]

@@ -103,7 +103,13 @@ def test_extraction_caches_every_pause_of_a_real_sentence(hearing_transcriber: W
 
     jfk = np.asarray(decode_audio(str(HEARING_SPEECH_DIR / "jfk/jfk.flac"), 16000), np.float32)
     base = HearingSettings()
-    settings = replace(base, turn_detector="smart_turn", turn_pause_ms=ASK_FRAMES[0] * base.block_ms)
+    settings = replace(
+        base,
+        turn_detector="smart_turn",
+        turn_pause_ms=ASK_FRAMES[0] * base.block_ms,
+        turn_ask_ms=0,
+        turn_decode_ms=0,
+    )
     stt = SpeechGate(hearing_transcriber, base.tone_gate_share)
     clip = Clip("jfk", "ask not what your country can do for you", jfk, "complete")
     row = extract_clip(clip, settings, stt, model, np.random.default_rng(0))

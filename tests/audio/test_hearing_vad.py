@@ -210,13 +210,14 @@ def test_detector_accepts_speech(hearing_say) -> None:  # type: ignore[no-untype
 
 # ---- turn-taking: the endpointer fed frames and the model's verdicts -------------------------------
 def smart(settings: HearingSettings, decode_ms: int = 0) -> HearingSettings:
-    """smart_turn: a 6-frame (180 ms) pause asks, 30 frames (900 ms) of silence end anyway; the
-    speculative decode starts with the question (0, the default; a shorter ``decode_ms``: a
-    ``SpeechPaused`` first)."""
+    """smart_turn: a 6-frame (180 ms) pause asks (``turn_ask_ms`` 0: at the pause's end), 30 frames
+    (900 ms) of silence end anyway; the speculative decode starts with the question (0; a shorter
+    ``decode_ms``: a ``SpeechPaused`` first)."""
     return replace(
         settings,
         turn_detector="smart_turn",
         turn_pause_ms=180,
+        turn_ask_ms=0,
         turn_fallback_ms=900,
         turn_decode_ms=decode_ms,
     )
@@ -278,6 +279,43 @@ def test_an_earlier_pause_starts_the_decode_and_the_question_asks_about_the_same
         paused.audio, done.audio[: len(paused.audio)]
     )
     assert paused.speech_ratio == done.speech_ratio and paused.end_offset == done.end_offset == 30 * FRAME
+
+
+def test_a_question_asked_ahead_of_the_pause_end_judges_that_pause_and_ends_the_turn_there(
+    settings: HearingSettings,
+) -> None:
+    """``turn_ask_ms`` 60 (pause 180): the 2nd silent frame asks, with the audio and context the
+    6th would send if the pause goes on (the pause's own frames copied on); a "complete" verdict
+    two frames later ends the turn at the 6th silent frame, not when it arrives."""
+    ep = Endpointer(replace(smart(settings), turn_ask_ms=60, post_roll_ms=180))
+    events = drive(ep, "." * 10 + "s" * 20 + "." * 40, {1: True})
+    assert kinds(events) == [UtteranceBegan, TurnQuestion, UtteranceComplete]
+    (_, _), (iq, q), (ic, done) = events
+    assert isinstance(q, TurnQuestion) and isinstance(done, UtteranceComplete)
+    assert (iq, ic) == (30 + 2 - 1, 30 + 6 - 1) and done.end == "turn_complete" and done.asked == q.ask
+    # The question's audio: the words and the two real pause frames, then copies of them to the
+    # completion's length (its decode is the transcript: the same words).
+    real = len(q.audio) - 4 * FRAME
+    assert len(q.audio) == len(done.audio) and np.array_equal(q.audio[:real], done.audio[:real])
+    assert q.audio[real - 1] == 31.0 and set(np.unique(q.audio[real:])) == {30.0, 31.0}
+    assert q.speech_ratio == done.speech_ratio and q.end_offset == done.end_offset == 30 * FRAME
+    # The model's context: up to the question, then four copied frames (the pause at 180 ms).
+    assert len(q.context) == (iq + 1 - 5 + 4) * FRAME and q.context[(iq + 1 - 5) * FRAME - 1] == float(iq)
+    assert set(np.unique(q.context[(iq + 1 - 5) * FRAME :])) == {30.0, 31.0}
+
+
+def test_speech_before_the_pause_end_drops_a_question_asked_ahead_of_it(settings: HearingSettings) -> None:
+    """Asked at 60 ms and answered "complete", a pause the user speaks on from the 5th silent frame
+    does not end the turn; the next pause asks again."""
+    ep = Endpointer(replace(smart(settings), turn_ask_ms=60))
+    first = drive(ep, "." * 10 + "s" * 20 + "." * 4, {1: True})
+    assert kinds(first) == [UtteranceBegan, TurnQuestion] and ep.open_question == 1
+    assert run(ep, "s" * 5) == [] and ep.open_question is None and ep.in_speech
+    events = drive(ep, "." * 40, {2: True})
+    assert kinds(events) == [TurnQuestion, UtteranceComplete]
+    (_, _), (ic, done) = events
+    assert isinstance(done, UtteranceComplete) and done.asked == 2 and ic == 6 - 1
+    assert len(done.audio) >= (20 + 4 + 5) * FRAME  # one utterance: speech, the pause, more speech
 
 
 def test_speech_between_the_pause_and_its_question_opens_a_new_pause(settings: HearingSettings) -> None:
