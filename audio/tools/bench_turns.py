@@ -269,6 +269,8 @@ def summary(name: str, outcomes: list[Outcome], pauses: list[float]) -> dict[str
     lat = [o.latency_s * 1000 for o in complete if o.latency_s is not None]
     decided = [o.decided_s * 1000 for o in complete if o.decided_s is not None]
     fallback = sum(o.end == "silence" for o in complete)
+    # A complete turn of two sentences ("No thanks. Good night.") ended at the first one's pause.
+    cut = sum(o.utterances != 1 or len(o.transcripts) != 1 for o in complete)
     row = {
         "detector": name,
         "turns": str(len(complete)),
@@ -277,6 +279,7 @@ def summary(name: str, outcomes: list[Outcome], pauses: list[float]) -> dict[str
         "end median": f"{_pct(decided, 50):.0f}",
         "end p90": f"{_pct(decided, 90):.0f}",
         "fallback": f"{fallback}/{len(complete)}" if name != "silence" else "-",
+        "turns cut": f"{cut}/{len(complete)}",
         "WER": f"{100 * _wer(complete):.1f}%",
     }
     for p in pauses:
@@ -314,8 +317,9 @@ def print_details(name: str, outcomes: list[Outcome]) -> None:
     for o in outcomes:
         split = o.clip.kind == "hesitation" and (o.utterances != 1 or len(o.transcripts) != 1)
         waited = o.clip.kind == "complete" and o.end == "silence"
-        if split or waited:
-            what = "split" if split else "fallback"
+        cut = o.clip.kind == "complete" and (o.utterances != 1 or len(o.transcripts) != 1)
+        if split or waited or cut:
+            what = "split" if split else "turn cut" if cut else "fallback"
             print(f"  {name} {what}: {o.clip.name}: {o.transcripts} {'; '.join(o.ask_log)}")
 
 
@@ -474,5 +478,6 @@ def bench(
     print_table(rows)
     print("median/p90: last speech frame → transcript; end median/p90: last speech frame → speech_ended")
     print("WER: the complete turns' transcripts against what was said")
+    print("turns cut: complete turns that came as more than one transcript (between two sentences)")
     print("goals: median <= 300 ms, p90 <= 500 ms, >= 90 % of hesitations up to 1.2 s whole, <= 5 % fallback")
     return 0

@@ -141,3 +141,21 @@ def test_a_bench_config_can_run_with_the_blas_pool_as_the_baseline() -> None:
         assert all(n == 1 for n in pools())
         with _blas_threads(None):
             assert all(n == 1 for n in pools())
+
+
+def test_the_bench_counts_a_complete_turn_of_two_sentences_that_came_in_two_as_cut() -> None:
+    import numpy as np
+
+    from audio.tools.bench_turns import Clip, Outcome, summary
+
+    audio = np.zeros(160, np.float32)
+    said = "No thanks. Good night."
+    whole = Outcome(
+        Clip("a", said, audio, "complete"), 1, ["No thanks, good night."], 0.3, 0.3, "turn_complete"
+    )
+    cut = Outcome(
+        Clip("b", said, audio, "complete"), 2, ["No thanks.", "Good night."], 0.3, 0.3, "turn_complete"
+    )
+    hes = Outcome(Clip("c", said, audio, "hesitation", 0.6), 2, ["No thanks.", "Good night."])
+    row = summary("smart_turn", [whole, cut, hes], [0.6])
+    assert row["turns cut"] == "1/2" and row["whole@0.6s"] == "0/1" and row["WER"] == "0.0%"
