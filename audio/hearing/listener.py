@@ -23,8 +23,9 @@ is decoded while the user goes on talking, and the parts make one ``Transcribed`
 confidence weighted by duration). Decodes run one at a time on a single worker thread; a decode
 already running when the microphone closes still completes and emits its result.
 
-Turn-taking (``hearing.turn_detector = "smart_turn"``): at the first ``turn_pause_ms`` pause after
-real speech (an endpointer ``TurnQuestion``) the end-of-turn model runs on its own thread and the
+Turn-taking (``hearing.turn_detector = "smart_turn"``): at the first pause after real speech (an
+endpointer ``TurnQuestion``, at ``turn_ask_ms`` of it, on audio as it would be at ``turn_pause_ms``)
+the end-of-turn model runs on its own thread and the
 Whisper decode of the audio so far starts beside it (speculative; with ``turn_decode_ms`` set it
 started already, at that much of the pause: an endpointer ``SpeechPaused`` of the same ``ask``) --
 unless the Whisper thread is busy (a part, or an earlier pause's decode), then it starts only once

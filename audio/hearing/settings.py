@@ -251,6 +251,12 @@ class HearingSettings:
     duck, a reply stopped or the device asleep ends it (default 1000; 0 = back to full volume when
     the utterance ends)."""
 
+    @property
+    def turn_question_ms(self) -> int:
+        """smart_turn: the silence at which the end-of-turn question comes, in ms (``turn_ask_ms``,
+        or ``turn_pause_ms`` when that is 0)."""
+        return self.turn_ask_ms or self.turn_pause_ms
+
     def validate(self) -> None:
         """Raise ValueError naming the key ("hearing.block_ms: ...") for a value that cannot work;
         ``device.config`` calls it when it loads the configuration."""

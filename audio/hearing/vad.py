@@ -203,7 +203,7 @@ class Endpointer:
         """Non-speech that ends an utterance in any case, in ms (the fallback with ``smart_turn``)."""
         self._end_frames = max(1, end_ms // fms)
         self._pause_frames = max(1, settings.turn_pause_ms // fms)
-        ask_ms = settings.turn_ask_ms or settings.turn_pause_ms
+        ask_ms = settings.turn_question_ms
         self._ask_frames = min(self._pause_frames, max(1, ask_ms // fms))
         decode_ms = settings.turn_decode_ms or ask_ms
         self._decode_frames = min(self._ask_frames, max(1, decode_ms // fms))

@@ -86,6 +86,11 @@ class Outcome:
     ask_log: list[str] = field(default_factory=list)
     ask_records: list[TurnAsk] = field(default_factory=list)
 
+    @property
+    def whole(self) -> bool:
+        """One utterance and one transcript (a hesitation kept whole, a complete turn not cut)."""
+        return self.utterances == 1 and len(self.transcripts) == 1
+
 
 def _speech_mask(audio: FloatArray) -> np.ndarray:
     n = len(audio) // FRAME
@@ -270,7 +275,7 @@ def summary(name: str, outcomes: list[Outcome], pauses: list[float]) -> dict[str
     decided = [o.decided_s * 1000 for o in complete if o.decided_s is not None]
     fallback = sum(o.end == "silence" for o in complete)
     # A complete turn of two sentences ("No thanks. Good night.") ended at the first one's pause.
-    cut = sum(o.utterances != 1 or len(o.transcripts) != 1 for o in complete)
+    cut = sum(not o.whole for o in complete)
     row = {
         "detector": name,
         "turns": str(len(complete)),
@@ -284,10 +289,10 @@ def summary(name: str, outcomes: list[Outcome], pauses: list[float]) -> dict[str
     }
     for p in pauses:
         hes = [o for o in outcomes if o.clip.kind == "hesitation" and o.clip.pause_s == p]
-        whole = sum(o.utterances == 1 and len(o.transcripts) == 1 for o in hes)
+        whole = sum(o.whole for o in hes)
         row[f"whole@{p:.1f}s"] = f"{whole}/{len(hes)}"
     upto = [o for o in outcomes if o.clip.kind == "hesitation" and o.clip.pause_s <= 1.2 + 1e-9]
-    whole = sum(o.utterances == 1 and len(o.transcripts) == 1 for o in upto)
+    whole = sum(o.whole for o in upto)
     row["whole<=1.2s"] = f"{100 * whole / max(1, len(upto)):.0f}%"
     utts = sum(o.utterances for o in outcomes)
     cpu = sum(o.model_cpu_ms for o in outcomes)
@@ -315,9 +320,9 @@ def print_details(name: str, outcomes: list[Outcome]) -> None:
         if lat:
             print(f"  {name} {voice}: median {statistics.median(lat):.0f} ms over {len(lat)}")
     for o in outcomes:
-        split = o.clip.kind == "hesitation" and (o.utterances != 1 or len(o.transcripts) != 1)
+        split = o.clip.kind == "hesitation" and not o.whole
         waited = o.clip.kind == "complete" and o.end == "silence"
-        cut = o.clip.kind == "complete" and (o.utterances != 1 or len(o.transcripts) != 1)
+        cut = o.clip.kind == "complete" and not o.whole
         if split or waited or cut:
             what = "split" if split else "turn cut" if cut else "fallback"
             print(f"  {name} {what}: {o.clip.name}: {o.transcripts} {'; '.join(o.ask_log)}")

@@ -383,5 +383,5 @@ def _print_stages(
             print(f"robot-face: {err}", file=sys.stderr)
             raise SystemExit(2) from err
     print()
-    question_ms = settings.turn_ask_ms or settings.turn_pause_ms
-    print_stages(time_stages(stt, model, utts, idle_s=idle_ms / 1000), question_ms, settings.turn_pause_ms)
+    table = time_stages(stt, model, utts, idle_s=idle_ms / 1000)
+    print_stages(table, settings.turn_question_ms, settings.turn_pause_ms)

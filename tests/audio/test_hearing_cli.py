@@ -211,7 +211,7 @@ def test_bench_stt_stages_times_each_stage_and_the_floor_they_set(capsys: pytest
     total = int(floor.split("summed CPU per question: ")[1].split(" ms")[0])
     assert abs(total - summed) <= len(names)  # printed medians are rounded
     s = HearingSettings()
-    assert "after the last word" in floor and f"{s.turn_ask_ms or s.turn_pause_ms} + {total}/" in floor
+    assert "after the last word" in floor and f"{s.turn_question_ms} + {total}/" in floor
 
 
 def test_bench_stt_stages_leave_out_what_is_off(capsys: pytest.CaptureFixture[str]) -> None:
