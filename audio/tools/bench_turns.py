@@ -9,9 +9,12 @@ Whisper) → events, once per detector configuration, side by side in one run:
   the fallback silence (``end: silence``);
 - hesitations: real sentences cut at a pause between two words, the pause stretched to each of
   ``--pauses`` seconds: the share kept whole (one utterance, one transcript);
-- the end-of-turn model's CPU time per utterance (features + inference, thread CPU).
+- the end-of-turn model's CPU time per utterance (features + inference, thread CPU), and the
+  process's (every thread) per utterance.
 
-Timings depend on the load of the machine: run it on a quiet one.
+Timings depend on the load of the machine: run it on a quiet one. They also move between runs on a
+quiet one (40-70 ms of median over 24 turns): ``rounds`` runs every configuration several times,
+interleaved in alternating order, and pools them.
 """
 
 from __future__ import annotations
@@ -438,6 +441,40 @@ def evaluate_policies(path: Path) -> None:
     print_table(table)
 
 
+@dataclass(slots=True)
+class ConfigRuns:
+    """Every round's outcomes of one configuration, pooled (``--rounds``)."""
+
+    name: str
+    outcomes: list[Outcome] = field(default_factory=list)
+    cpu_s: float = 0.0
+    """Process CPU time over its rounds (every thread: VAD, model, Whisper, the cross-check)."""
+    round_medians: list[float] = field(default_factory=list)
+    """Each round's complete-turn median latency (ms)."""
+
+    def add(self, outcomes: list[Outcome], cpu_s: float) -> None:
+        self.outcomes += outcomes
+        self.cpu_s += cpu_s
+        lat = [o.latency_s * 1000 for o in outcomes if o.clip.kind == "complete" and o.latency_s is not None]
+        self.round_medians.append(_pct(lat, 50))
+
+    def row(self, pauses: list[float]) -> dict[str, str]:
+        """``summary`` over every round, with the CPU per utterance and, after more than one round,
+        each round's median."""
+        row = summary(self.name, self.outcomes, pauses)
+        utts = sum(o.utterances for o in self.outcomes)
+        row["cpu/utt"] = f"{1000 * self.cpu_s / max(1, utts):.0f} ms"
+        if len(self.round_medians) > 1:
+            row["median by round"] = "/".join(f"{m:.0f}" for m in self.round_medians)
+        return row
+
+
+def round_order(configs: list[str], round_index: int) -> list[str]:
+    """The order of the configurations in one round: reversed every other round, so that a machine
+    that speeds up or slows down during the run favours none of them."""
+    return list(configs) if round_index % 2 == 0 else list(reversed(configs))
+
+
 def bench(
     directory: Path,
     configs: list[str],
@@ -448,41 +485,48 @@ def bench(
     piper: bool,
     base: HearingSettings,
     asks_path: Path | None = None,
+    rounds: int = 1,
 ) -> int:
-    """Run every configuration over the same clips and print the table."""
+    """Run every configuration over the same clips (``rounds`` times, interleaved) and print the table."""
     from audio.hearing.stt import make_transcriber
     from audio.hearing.turn_model import SmartTurnModel, resolve_model_path
 
     clips = build_clips(directory, limit, hesitations, pauses, piper)
     n_complete = sum(c.kind == "complete" for c in clips)
     print(
-        f"{n_complete} complete turns, {len(clips) - n_complete} hesitations, {len(configs)} configurations"
+        f"{n_complete} complete turns, {len(clips) - n_complete} hesitations, {len(configs)} configurations,"
+        f" {rounds} round{'s' if rounds != 1 else ''}"
     )
     transcriber = make_transcriber(base)  # the runtime's: Whisper behind the speech gate
     transcriber.load()
     model = SmartTurnModel(resolve_model_path(base.turn_model))
     model.load()
-    rows = []
-    for spec in configs:
-        spec, pooled = _blas_pool(spec)
-        name, settings = parse_config(spec, base)
-        name += BLAS_POOL_SUFFIX if pooled else ""
-        start = time.monotonic()
-        with _blas_threads((os.cpu_count() or 1) if pooled else None):
-            outcomes = asyncio.run(
-                run_config(
-                    settings, clips, transcriber, model if settings.turn_detector == "smart_turn" else None
+    runs: dict[str, ConfigRuns] = {}
+    for r in range(rounds):
+        for spec in round_order(configs, r):
+            spec, pooled = _blas_pool(spec)
+            name, settings = parse_config(spec, base)
+            name += BLAS_POOL_SUFFIX if pooled else ""
+            start, cpu = time.monotonic(), time.process_time()
+            with _blas_threads((os.cpu_count() or 1) if pooled else None):
+                outcomes = asyncio.run(
+                    run_config(
+                        settings,
+                        clips,
+                        transcriber,
+                        model if settings.turn_detector == "smart_turn" else None,
+                    )
                 )
-            )
-        print(f"[{name}: {time.monotonic() - start:.0f} s]")
-        print_details(name, outcomes)
-        if asks_path is not None and settings.turn_detector == "smart_turn":
-            dump_asks(asks_path, name, outcomes)
-        rows.append(summary(name, outcomes, pauses))
+            runs.setdefault(name, ConfigRuns(name)).add(outcomes, time.process_time() - cpu)
+            print(f"[{name}, round {r + 1}: {time.monotonic() - start:.0f} s]")
+            print_details(name, outcomes)
+            if asks_path is not None and settings.turn_detector == "smart_turn":
+                dump_asks(asks_path, name, outcomes)
     print()
-    print_table(rows)
+    print_table([run.row(pauses) for run in runs.values()])
     print("median/p90: last speech frame → transcript; end median/p90: last speech frame → speech_ended")
     print("WER: the complete turns' transcripts against what was said")
     print("turns cut: complete turns that came as more than one transcript (between two sentences)")
+    print("cpu/utt: the process's CPU time per utterance (every thread), over all rounds")
     print("goals: median <= 300 ms, p90 <= 500 ms, >= 90 % of hesitations up to 1.2 s whole, <= 5 % fallback")
     return 0

@@ -43,6 +43,17 @@ BENCH_VOICES = ("piper:joe:1.0", "espeak:en-us", "espeak:en-gb-scotland", "piper
 """Voices of the generated bench utterances (Piper without sampling noise: the same audio every run)."""
 
 
+def _positive_int(text: str) -> int:
+    """An argparse type: an integer of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
 def _stt_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default="", help="Whisper model dir or name (default: packaged tiny.en)")
     p.add_argument("--beam-size", type=int, default=None, help="beam size (default from settings)")
@@ -142,6 +153,13 @@ def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction)
     t.add_argument("--hesitations", type=int, default=12, help="real sentences to cut (default 12)")
     t.add_argument("--pauses", default="0.6,0.9,1.2,1.5", help="stretched pause lengths in s")
     t.add_argument("--no-piper", action="store_true", help="leave out the Piper-voiced sentences")
+    t.add_argument(
+        "--rounds",
+        type=_positive_int,
+        default=1,
+        help="run every configuration this many times, interleaved (the order reversed every other "
+        "round); the table pools the rounds and prints each round's median (default 1)",
+    )
     t.add_argument(
         "--asks",
         type=Path,
@@ -274,6 +292,7 @@ def _bench_turns(args: argparse.Namespace) -> int:
             piper=not args.no_piper,
             base=HearingSettings(),
             asks_path=args.asks,
+            rounds=args.rounds,
         )
     except (ModelUnavailable, ValueError, OSError) as err:
         print(f"bench turns: {err}", file=sys.stderr)

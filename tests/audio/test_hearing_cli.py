@@ -225,3 +225,12 @@ def test_bench_stt_stages_leave_out_what_is_off(capsys: pytest.CaptureFixture[st
         "end-of-turn model",
         "whole decode (wall, as run)",
     ]
+
+
+@pytest.mark.parametrize("rounds", ["0", "-1", "two"])
+def test_bench_turns_wants_at_least_one_round(
+    rounds: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        run(["bench", "turns", str(tmp_path), "--rounds", rounds])
+    assert exc.value.code == 2 and "--rounds" in capsys.readouterr().err

@@ -159,3 +159,33 @@ def test_the_bench_counts_a_complete_turn_of_two_sentences_that_came_in_two_as_c
     hes = Outcome(Clip("c", said, audio, "hesitation", 0.6), 2, ["No thanks.", "Good night."])
     row = summary("smart_turn", [whole, cut, hes], [0.6])
     assert row["turns cut"] == "1/2" and row["whole@0.6s"] == "0/1" and row["WER"] == "0.0%"
+
+
+def test_the_bench_pools_its_rounds_and_alternates_their_order() -> None:
+    import numpy as np
+
+    from audio.tools.bench_turns import Clip, ConfigRuns, Outcome, round_order
+
+    # The order flips every other round: a machine that slows down during the run favours none.
+    assert [round_order(["a", "b", "c"], r) for r in range(3)] == [
+        ["a", "b", "c"],
+        ["c", "b", "a"],
+        ["a", "b", "c"],
+    ]
+    audio = np.zeros(160, np.float32)
+
+    def turn(latency_s: float) -> Outcome:
+        return Outcome(
+            Clip("x", "Yes.", audio, "complete"), 1, ["Yes."], latency_s, latency_s, "turn_complete"
+        )
+
+    run = ConfigRuns("smart_turn")
+    run.add([turn(0.2), turn(0.3), turn(0.4)], cpu_s=1.5)  # round 1: median 300 ms
+    run.add([turn(0.5), turn(0.6), turn(0.7)], cpu_s=3.0)  # round 2: median 600 ms
+    row = run.row([])
+    # Pooled: the median of all six turns; the CPU per utterance over both rounds; each round's median.
+    assert row["turns"] == "6" and row["median ms"] == "450"
+    assert row["cpu/utt"] == "750 ms" and row["median by round"] == "300/600"
+    one = ConfigRuns("silence")
+    one.add([turn(0.2)], cpu_s=0.1)
+    assert "median by round" not in one.row([])
