@@ -271,10 +271,15 @@ def _wer(outcomes: list[Outcome]) -> float:
     return errors / max(1, sum(reference_words(o.clip.text) for o in outcomes))
 
 
+def complete_latencies_ms(outcomes: list[Outcome]) -> list[float]:
+    """Last speech frame → transcript of every complete turn that got one (ms)."""
+    return [o.latency_s * 1000 for o in outcomes if o.clip.kind == "complete" and o.latency_s is not None]
+
+
 def summary(name: str, outcomes: list[Outcome], pauses: list[float]) -> dict[str, str]:
     """One table row: the figures of one configuration."""
     complete = [o for o in outcomes if o.clip.kind == "complete"]
-    lat = [o.latency_s * 1000 for o in complete if o.latency_s is not None]
+    lat = complete_latencies_ms(complete)
     decided = [o.decided_s * 1000 for o in complete if o.decided_s is not None]
     fallback = sum(o.end == "silence" for o in complete)
     # A complete turn of two sentences ("No thanks. Good night.") ended at the first one's pause.
@@ -455,8 +460,7 @@ class ConfigRuns:
     def add(self, outcomes: list[Outcome], cpu_s: float) -> None:
         self.outcomes += outcomes
         self.cpu_s += cpu_s
-        lat = [o.latency_s * 1000 for o in outcomes if o.clip.kind == "complete" and o.latency_s is not None]
-        self.round_medians.append(_pct(lat, 50))
+        self.round_medians.append(_pct(complete_latencies_ms(outcomes), 50))
 
     def row(self, pauses: list[float]) -> dict[str, str]:
         """``summary`` over every round, with the CPU per utterance and, after more than one round,
@@ -473,6 +477,28 @@ def round_order(configs: list[str], round_index: int) -> list[str]:
     """The order of the configurations in one round: reversed every other round, so that a machine
     that speeds up or slows down during the run favours none of them."""
     return list(configs) if round_index % 2 == 0 else list(reversed(configs))
+
+
+def _run_once(
+    spec: str,
+    base: HearingSettings,
+    clips: list[Clip],
+    transcriber: Transcriber,
+    model: TurnModel,
+    round_no: int,
+) -> tuple[str, HearingSettings, list[Outcome], float]:
+    """One configuration over the clips: (its label, its settings, the outcomes, the process CPU
+    seconds)."""
+    spec, pooled = _blas_pool(spec)
+    name, settings = parse_config(spec, base)
+    name += BLAS_POOL_SUFFIX if pooled else ""
+    start, cpu = time.monotonic(), time.process_time()
+    with _blas_threads((os.cpu_count() or 1) if pooled else None):
+        turn_model = model if settings.turn_detector == "smart_turn" else None
+        outcomes = asyncio.run(run_config(settings, clips, transcriber, turn_model))
+    cpu_s = time.process_time() - cpu
+    print(f"[{name}, round {round_no}: {time.monotonic() - start:.0f} s]")
+    return name, settings, outcomes, cpu_s
 
 
 def bench(
@@ -504,21 +530,8 @@ def bench(
     runs: dict[str, ConfigRuns] = {}
     for r in range(rounds):
         for spec in round_order(configs, r):
-            spec, pooled = _blas_pool(spec)
-            name, settings = parse_config(spec, base)
-            name += BLAS_POOL_SUFFIX if pooled else ""
-            start, cpu = time.monotonic(), time.process_time()
-            with _blas_threads((os.cpu_count() or 1) if pooled else None):
-                outcomes = asyncio.run(
-                    run_config(
-                        settings,
-                        clips,
-                        transcriber,
-                        model if settings.turn_detector == "smart_turn" else None,
-                    )
-                )
-            runs.setdefault(name, ConfigRuns(name)).add(outcomes, time.process_time() - cpu)
-            print(f"[{name}, round {r + 1}: {time.monotonic() - start:.0f} s]")
+            name, settings, outcomes, cpu_s = _run_once(spec, base, clips, transcriber, model, r + 1)
+            runs.setdefault(name, ConfigRuns(name)).add(outcomes, cpu_s)
             print_details(name, outcomes)
             if asks_path is not None and settings.turn_detector == "smart_turn":
                 dump_asks(asks_path, name, outcomes)
