@@ -275,18 +275,27 @@ class EchoFigures:
         self.cold_starts = dict.fromkeys(self.false_starts, 0)
 
 
+def reply_pairs(replies: list[Reply]) -> list[tuple[Reply, Reply]]:
+    """Every ordered pair of two different replies (the one heard before, the one measured), so the
+    echo-only run hears every transition between them: the canceller's leaks come at the far end's
+    pauses and restarts, and which pause follows which sentence matters (three fixed pairs counted
+    0 false starts where all 30 counted 1-4 in 216 replies, in reverberant rooms)."""
+    return list(itertools.permutations(replies, 2))
+
+
 def run_echo_only(
     replies: list[Reply], per_condition: int, limit_db: float, settings: HearingSettings
 ) -> EchoFigures:
-    """Every condition x ``per_condition`` replies with nobody speaking. Each measured reply follows
+    """Every condition x ``per_condition`` replies with nobody speaking, the pairs of replies cycled
+    over ``reply_pairs``. Each measured reply follows
     another one (the canceller runs all the time on the device); utterance starts during that first
     reply, right after the canceller started, are counted apart (``cold_starts``)."""
     variants = ("raw", "full", f"limited {limit_db:.0f} dB")
     figures = EchoFigures({v: [] for v in variants}, {(v, g): 0 for v in variants for g in GUARDS}, 0, [])
-    reply_cycle = itertools.cycle(replies)
+    pair_cycle = itertools.cycle(reply_pairs(replies))
     for k, cond in enumerate(conditions()):
         for _ in range(per_condition):
-            prev, reply = next(reply_cycle), next(reply_cycle)
+            prev, reply = next(pair_cycle)
             far = np.concatenate([prev.audio, reply.audio])
             lead = len(prev.far16) / RATE
             echo = echo_of(far, reply.rate, cond.room())

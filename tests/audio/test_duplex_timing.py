@@ -155,3 +155,15 @@ def test_the_bench_gate_takes_the_margin_its_guard_names() -> None:
     wide = gate_residual(raw, cleaned, far, margin_db=12.0)
     assert np.allclose(runtime[last], cleaned[last])
     assert np.max(np.abs(wide[last])) < 0.05 * np.max(np.abs(cleaned[last]))
+
+
+def test_the_bench_hears_every_transition_between_replies() -> None:
+    """``bench duplex``'s echo-only run cycles over every ordered pair of two different replies (the
+    canceller leaks at the far end's pauses and restarts, so which sentence follows which matters)."""
+    from audio.tools.bench_duplex import Reply, reply_pairs
+
+    replies = [Reply(str(i), np.zeros(10, np.float32), 16000, np.zeros(10, np.float32)) for i in range(4)]
+    pairs = [(a.text, b.text) for a, b in reply_pairs(replies)]
+    assert len(pairs) == len(set(pairs)) == 4 * 3
+    assert all(a != b for a, b in pairs)
+    assert {a for a, _ in pairs} == {b for _, b in pairs} == {"0", "1", "2", "3"}
