@@ -120,6 +120,15 @@ class EchoGuard:
     when that is less (a weak canceller: the cleaned level can rise at most ERLE over its residue,
     when the user drowns the echo). What the user adds is not cancelled, so their speech lifts the
     cleaned level over the expected residual; an echo the canceller removes as well as before does not.
+
+    The tail rule: in a pause of the reply (the far end silent *as the microphone hears it*, that is
+    ``echo_delay_ms`` after it was played, within ``hold_ms`` of its last sound) a frame whose raw
+    level is more than ``tail_fall_db`` under the raw level ``tail_back_ms`` earlier is the reply's
+    reverberation dying away, not the user, whatever the cleaned level says. WebRTC's suppressor
+    lets go 30-200 ms into such a pause and the tail then leaks at close to its raw level while the
+    tracked ERLE still expects 20 dB (measured by ``robot-face bench duplex``: every false start
+    left came there, in rooms with RT60 0.6 s). A user who speaks in the pause lifts the raw level
+    or holds it; an echo only decays.
     """
 
     margin_db: float = 6.0
@@ -145,8 +154,23 @@ class EchoGuard:
     canceller leaks at a reply's onset more than its tracked ERLE says (measured live in the
     simulated room: its own voice started utterances about 0.1 s into a reply), and the tracked
     ERLE learns the onset's worse figure meanwhile."""
+    echo_delay_ms: int = 0
+    """How much later than the reference the echo reaches the microphone beyond the latencies the
+    timeline already takes out (ms: ``hearing.echo_delay_ms``, the simulated room's delay in
+    simulation); the tail rule judges the far end's pauses as heard there."""
+    tail_fall_db: float = 3.0
+    """The tail rule: how far under the raw level ``tail_back_ms`` earlier a frame in a pause of the
+    reply must be to count as its decaying echo (dB; 0 = no tail rule)."""
+    tail_back_ms: int = 90
+    """The tail rule's look back (ms)."""
     erle_db: float = field(default=6.0)
     """The tracked ERLE (dB)."""
+    _heard: deque[float] = field(default_factory=deque, repr=False)
+    """The far end's recent levels (dBFS, newest last), to read them ``echo_delay_ms`` late."""
+    _raw: deque[float] = field(default_factory=deque, repr=False)
+    """The raw microphone's recent levels (dBFS, newest last), ``tail_back_ms`` of them."""
+    _since_heard: int = field(default=10**9, repr=False)
+    """Frames since the far end was last heard at the microphone (``echo_delay_ms`` late)."""
     _since_far: int = field(default=10**9, repr=False)
     _onset: int = field(default=10**9, repr=False)
     """Frames since the far end started playing (from silence)."""
@@ -158,6 +182,16 @@ class EchoGuard:
     def hold_frames(self) -> int:
         """``hold_ms`` in frames."""
         return -(-self.hold_ms // self.frame_ms)
+
+    @property
+    def delay_frames(self) -> int:
+        """``echo_delay_ms`` in frames (rounded)."""
+        return round(self.echo_delay_ms / self.frame_ms)
+
+    @property
+    def tail_back_frames(self) -> int:
+        """``tail_back_ms`` in frames (at least one)."""
+        return max(1, -(-self.tail_back_ms // self.frame_ms))
 
     @property
     def onset_frames(self) -> int:
@@ -178,6 +212,7 @@ class EchoGuard:
         """Whether a frame the VAD took as ``is_speech`` is the user's speech, not residual echo."""
         was_playing = self.playing
         self._since_far = 0 if far_db > self.far_active_db else self._since_far + 1
+        tail = self._in_tail(raw_db, far_db)
         if not self.playing:
             return is_speech
         self._onset = self._onset + 1 if was_playing else 0
@@ -188,4 +223,19 @@ class EchoGuard:
             erle = min(60.0, max(0.0, raw_db - clean_db))
             rate = self.fall if erle < self.erle_db else self.rise
             self.erle_db += rate * (erle - self.erle_db)
-        return speech
+        return speech and not tail
+
+    def _in_tail(self, raw_db: float, far_db: float) -> bool:
+        """The tail rule for this frame (``raw_db``, with the reference at ``far_db``); keeps the
+        histories it needs."""
+        self._heard.append(far_db)
+        while len(self._heard) > self.delay_frames + 1:
+            self._heard.popleft()
+        heard = self._heard[0] if len(self._heard) > self.delay_frames else -120.0
+        self._since_heard = 0 if heard > self.far_active_db else self._since_heard + 1
+        back = self._raw[0] if len(self._raw) >= self.tail_back_frames else math.inf
+        self._raw.append(raw_db)
+        while len(self._raw) > self.tail_back_frames:
+            self._raw.popleft()
+        in_pause = 0 < self._since_heard <= self.hold_frames
+        return self.tail_fall_db > 0 and in_pause and raw_db < back - self.tail_fall_db

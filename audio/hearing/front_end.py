@@ -345,11 +345,12 @@ class ResidualGate:
     ``depth_db`` (below every VAD gate), so the VAD downstream only hears blocks that stand above
     the canceller's expected residue -- the user. Pure and clock-free."""
 
-    def __init__(self, depth_db: float = 40.0, frame_ms: int = 30) -> None:
+    def __init__(self, depth_db: float = 40.0, frame_ms: int = 30, echo_delay_ms: int = 0) -> None:
         from audio.hearing.echo_tail import EchoGuard
 
-        self.guard = EchoGuard(frame_ms=frame_ms)
-        """Judges each block given to ``apply`` (``frame_ms`` long: the capture block)."""
+        self.guard = EchoGuard(frame_ms=frame_ms, echo_delay_ms=echo_delay_ms)
+        """Judges each block given to ``apply`` (``frame_ms`` long: the capture block; the echo
+        ``echo_delay_ms`` behind the reference, as ``FrontEndOptions.echo_delay_ms``)."""
         self._depth = 10 ** (-depth_db / 20)
         self.gated_blocks = 0
 

@@ -233,12 +233,12 @@ class HearingSettings:
     air path and converters), in ms; WebRTC's delay estimator follows the rest (default 0; the
     simulation uses the simulated room's delay)."""
 
-    barge_in_speech_ms: int = 150
+    barge_in_speech_ms: int = 120
     """Speech needed to start an utterance while the device speaks in full duplex (a barge-in), in
     ms (within a start window widened to hold it): stricter than ``start_speech_ms``, a second guard
-    behind the residual-echo gate against the residue of its own voice (default 150: measured by
-    ``robot-face bench duplex``; 250 reported only about a fifth of the barge-ins within 300 ms and
-    missed short ones such as "Actually, stop.")."""
+    behind the residual-echo gate against the residue of its own voice (default 120: measured by
+    ``robot-face bench duplex``, with the gate's tail rule; 250 reported only about a fifth of the
+    barge-ins within 300 ms and missed short ones such as "Actually, stop.")."""
 
     duck_db: float = -12.0
     """Level of a reply while the user speaks over it, in dB relative to its volume; 0 = no ducking

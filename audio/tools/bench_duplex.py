@@ -57,6 +57,9 @@ RT60S = (0.15, 0.3, 0.6)
 BEFORE_ONSET_MS = 1200
 """The reply-onset window the guard had in effect before it was counted in milliseconds (40 frames
 of 30 ms, meant as 400 ms): the ``@1200`` guard, the baseline beside the runtime's."""
+BEFORE_TAIL_MS = 150
+"""The barge-in start (``hearing.barge_in_speech_ms``) the runtime had before the guard's tail rule:
+the ``strict150+gate-tail`` guard, the baseline beside the runtime's."""
 WIDE_MARGIN_DB = 12
 """The gate's margin over the expected residue (``EchoGuard.margin_db``, 6 dB at run time) tried in
 place of the stricter start: the ``gate/12dB`` guard (the normal 90 ms start)."""
@@ -66,12 +69,18 @@ GUARDS = (
     "gate",
     "strict",
     "strict+gate",
+    f"strict{BEFORE_TAIL_MS}+gate-tail",
     f"gate/{WIDE_MARGIN_DB}dB",
     f"strict+gate@{BEFORE_ONSET_MS}",
 )
 """The VAD path's variants; ``/<n>dB``: the gate at that margin over the expected residue
-(``EchoGuard.margin_db``); ``@<ms>``: with that reply-onset window (``EchoGuard.onset_ms``)."""
-_GUARD_NAME = re.compile(r"^(?P<base>[a-z+]+)(?:/(?P<margin>\d+)dB)?(?:@(?P<onset>\d+))?$")
+(``EchoGuard.margin_db``); ``@<ms>``: with that reply-onset window (``EchoGuard.onset_ms``);
+``strict<ms>``: that much speech to start (else ``--barge-in-ms``); ``-tail``: without the guard's tail
+rule (``EchoGuard.tail_fall_db`` 0). ``strict150+gate-tail`` is the runtime's guard before the tail rule."""
+_GUARD_NAME = re.compile(
+    r"^(?P<head>[a-z]+)(?P<need>\d+)?(?P<rest>(?:\+[a-z]+)*)(?:/(?P<margin>\d+)dB)?(?:@(?P<onset>\d+))?"
+    r"(?P<notail>-tail)?$"
+)
 GUARD = "gate"
 """The guard the device uses while it plays (the one whose detections duck the reply here)."""
 VOLUME = 0.8
@@ -148,11 +157,17 @@ def starts(
     settings: HearingSettings,
     start: float = 0.0,
     end: float | None = None,
+    delay_ms: float = 0.0,
 ) -> list[float]:
     """Times (s, when reported) of utterance starts by the VAD path on ``signal[start:end]`` (its own
-    fresh VAD state, as after the device started listening) under ``guard``."""
-    lo, hi = int(start * RATE), None if end is None else int(end * RATE)
-    found = _starts(signal[lo:hi], raw[lo:hi], far16[lo:hi], guard, settings)
+    fresh VAD state, as after the device started listening; ``start`` rounded down to a block) under
+    ``guard``, whose residual-echo check has heard everything from the signal's start, as the
+    device's runs all the time; ``delay_ms``: the room's echo delay
+    (``FrontEndOptions.echo_delay_ms``, the guard's tail rule reads the reply's pauses that late)."""
+    n = settings.sample_rate * settings.block_ms // 1000
+    lo = int(start * RATE) // n * n
+    hi = len(signal) if end is None else int(end * RATE)
+    found = _starts(signal[:hi], raw[:hi], far16[:hi], guard, settings, round(delay_ms), lo)
     return [t + lo / RATE for t in found]
 
 
@@ -163,11 +178,15 @@ def gate_residual(
     block: int = 480,
     onset_ms: int | None = None,
     margin_db: float | None = None,
+    delay_ms: int = 0,
+    tail: bool = True,
 ) -> FloatArray:
     """``cleaned`` through a fresh ``ResidualGate``, block by block (30 ms, as the microphone
     delivers); ``onset_ms``, ``margin_db``: its guard's reply-onset window and margin (None: the
-    defaults)."""
-    gate = ResidualGate(frame_ms=block * 1000 // RATE)
+    defaults); ``delay_ms``: the echo's delay; ``tail``: with the guard's tail rule."""
+    gate = ResidualGate(frame_ms=block * 1000 // RATE, echo_delay_ms=delay_ms)
+    if not tail:
+        gate.guard.tail_fall_db = 0.0
     if onset_ms is not None:
         gate.guard.onset_ms = onset_ms
     if margin_db is not None:
@@ -179,35 +198,60 @@ def gate_residual(
     return np.concatenate(parts) if parts else cleaned
 
 
-def parse_guard(name: str) -> tuple[str, float | None, int | None]:
+def parse_guard(name: str) -> tuple[str, float | None, int | None, bool, int | None]:
     """A guard's name (``GUARDS``) as (variant, gate margin dB, reply-onset window ms; None: the
-    runtime's)."""
+    runtime's; with the tail rule; the strict start's speech in ms, None: ``--barge-in-ms``)."""
     parts = _GUARD_NAME.match(name)
     if parts is None:
-        raise ValueError(f"unknown guard {name!r} (e.g. strict+gate, gate/12dB, strict+gate@1200)")
+        raise ValueError(
+            f"unknown guard {name!r} (e.g. strict+gate, gate/12dB, strict+gate@1200, strict+gate-tail)"
+        )
     margin = float(parts["margin"]) if parts["margin"] else None
-    return parts["base"], margin, int(parts["onset"]) if parts["onset"] else None
+    onset = int(parts["onset"]) if parts["onset"] else None
+    need = int(parts["need"]) if parts["need"] else None
+    return parts["head"] + parts["rest"], margin, onset, not parts["notail"], need
 
 
 def _starts(
-    signal: FloatArray, raw: FloatArray, far16: FloatArray, guard: str, settings: HearingSettings
+    signal: FloatArray,
+    raw: FloatArray,
+    far16: FloatArray,
+    guard: str,
+    settings: HearingSettings,
+    delay_ms: int = 0,
+    lo: int = 0,
 ) -> list[float]:
-    guard, margin_db, onset_ms = parse_guard(guard)
+    """Utterance starts (s after ``lo``) by a fresh VAD path on ``signal[lo:]``, the guard's check
+    run from sample 0."""
+    guard, margin_db, onset_ms, tail, need = parse_guard(guard)
     if guard.startswith("strict"):
-        window = max(settings.start_window_ms, settings.barge_in_speech_ms + 60)
-        settings = replace(settings, start_window_ms=window, start_speech_ms=settings.barge_in_speech_ms)
+        need = need or settings.barge_in_speech_ms
+        window = max(settings.start_window_ms, need + 60)
+        settings = replace(settings, start_window_ms=window, start_speech_ms=need)
     if guard.endswith("gate"):  # the residual-echo gate on the audio (FrontEndSource), then the VAD
         block = settings.sample_rate * settings.block_ms // 1000
-        signal = gate_residual(raw, signal, far16, block, onset_ms, margin_db)
-    detector, endpointer = SpeechDetector(settings), Endpointer(settings)
-    echo_guard = EchoGuard(frame_ms=settings.block_ms) if guard.endswith("residual") else None
+        signal = gate_residual(raw, signal, far16, block, onset_ms, margin_db, delay_ms, tail)
+    detector, endpointer, warm = SpeechDetector(settings), Endpointer(settings), SpeechDetector(settings)
+    echo_guard = (
+        EchoGuard(frame_ms=settings.block_ms, echo_delay_ms=delay_ms) if guard.endswith("residual") else None
+    )
     if echo_guard is not None:
+        echo_guard.tail_fall_db = echo_guard.tail_fall_db if tail else 0.0
         echo_guard.onset_ms = onset_ms if onset_ms is not None else echo_guard.onset_ms
         echo_guard.margin_db = margin_db if margin_db is not None else echo_guard.margin_db
     n = settings.sample_rate * settings.block_ms // 1000
     found: list[float] = []
     for i in range(0, len(signal) - n + 1, n):
         frame = signal[i : i + n]
+        if i < lo:  # before listening starts: only the guard hears it
+            if echo_guard is not None:
+                levels = (
+                    frame_level_db(raw[i : i + n]),
+                    frame_level_db(frame),
+                    frame_level_db(far16[i : i + n]),
+                )
+                echo_guard.allows(warm.is_speech(frame), *levels)
+            continue
         speech = detector.is_speech(frame)
         if echo_guard is not None:
             speech = echo_guard.allows(
@@ -218,7 +262,7 @@ def _starts(
             )
         for event in endpointer.process(frame, speech):
             if isinstance(event, UtteranceBegan):
-                found.append((i + n) / RATE)
+                found.append((i + n - lo) / RATE)
     return found
 
 
@@ -308,9 +352,11 @@ def run_echo_only(
                 if name != "raw":
                     figures.erle[name].append(erle_db(echo[int(lead * RATE) :], sig[int(lead * RATE) :], 0.0))
                 for guard in GUARDS:
-                    figures.false_starts[(name, guard)] += len(starts(sig, mic, far16, guard, settings, lead))
+                    figures.false_starts[(name, guard)] += len(
+                        starts(sig, mic, far16, guard, settings, lead, delay_ms=cond.delay_ms)
+                    )
                     figures.cold_starts[(name, guard)] += len(
-                        starts(sig, mic, far16, guard, settings, 0.0, lead)
+                        starts(sig, mic, far16, guard, settings, 0.0, lead, cond.delay_ms)
                     )
             figures.cpu_ms.append(front.stats.cpu_per_frame_ms)
             figures.replies += 1
@@ -415,7 +461,7 @@ def run_barge_in(
         far16 = far_at_16k(trial.far, trial.rate, len(mic))
         onset = (trial.at + _onset(clip)) / RATE
         for guard in GUARDS:
-            found = starts(cleaned, mic, far16, guard, settings, trial.lead)
+            found = starts(cleaned, mic, far16, guard, settings, trial.lead, delay_ms=trial.cond.delay_ms)
             figures.early[guard] += sum(1 for t in found if t < onset - 0.05)
             after = [t - onset for t in found if t >= onset - 0.05]
             figures.latencies[guard].append(after[0] if after and after[0] < 1.5 else None)
@@ -470,7 +516,11 @@ def run_wer(
         options = FrontEndOptions(echo_delay_ms=int(cond.delay_ms))
         over, _ = cancel(trial.far, trial.rate, mic, options)
         far16 = far_at_16k(trial.far, trial.rate, len(mic))
-        found = [t for t in starts(over, mic, far16, GUARD, settings, lead) if t * RATE >= trial.at]
+        found = [
+            t
+            for t in starts(over, mic, far16, GUARD, settings, lead, delay_ms=cond.delay_ms)
+            if t * RATE >= trial.at
+        ]
         ducked_far = duck(trial.far, trial.rate, found[0] if found else None, settings.duck_db)
         ducked, _ = cancel(ducked_far, trial.rate, trial.mic(ducked_far, seed=300 + k)[0], options)
         span = slice(trial.at - RATE // 4, trial.at + len(trial.user) + RATE // 4)
@@ -511,26 +561,26 @@ def print_tables(
     )
     print(
         f"{'canceller':<16}{'ERLE median':>12}{'ERLE min':>10}"
-        + "".join(f"{'false/100 ' + g:>28}" for g in GUARDS)
+        + "".join(f"{'false/100 ' + g:>31}" for g in GUARDS)
     )
     for name in echo.erle:
         erles = echo.erle[name]
         med = f"{statistics.median(erles):.1f}" if erles else "-"
         low = f"{min(erles):.1f}" if erles else "-"
-        row = "".join(f"{100.0 * echo.false_starts[(name, g)] / echo.replies:>28.1f}" for g in GUARDS)
+        row = "".join(f"{100.0 * echo.false_starts[(name, g)] / echo.replies:>31.1f}" for g in GUARDS)
         print(f"{name:<16}{med:>12}{low:>10}{row}")
-    cold = "".join(f"{100.0 * echo.cold_starts[('full', g)] / echo.replies:>28.1f}" for g in GUARDS)
+    cold = "".join(f"{100.0 * echo.cold_starts[('full', g)] / echo.replies:>31.1f}" for g in GUARDS)
     print(f"{'full, cold start':<38}{cold}   (the first reply after the canceller started)")
     print(
         f"\nBarge-in: {len(next(iter(barge.latencies.values())))} user onsets over replies (room echo -6 dB)"
     )
     print(
-        f"{'guard':<18}{'within 300 ms %':>16}{'detected %':>12}{'median ms':>11}{'false before onset':>20}"
+        f"{'guard':<20}{'within 300 ms %':>16}{'detected %':>12}{'median ms':>11}{'false before onset':>20}"
     )
     for g in GUARDS:
         lat = barge.latencies[g]
         print(
-            f"{g:<18}{_pct(lat, 0.3):>16.1f}{_pct(lat, 1.5):>12.1f}{_median_ms(lat):>11}{barge.early[g]:>20}"
+            f"{g:<20}{_pct(lat, 0.3):>16.1f}{_pct(lat, 1.5):>12.1f}{_median_ms(lat):>11}{barge.early[g]:>20}"
         )
     if wer is not None:
         ducked, over, alone, words = wer
@@ -580,8 +630,9 @@ def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction)
     b.add_argument(
         "--barge-in-ms",
         type=int,
-        default=150,
-        help="speech needed for a barge-in, ms (default 150, hearing.barge_in_speech_ms)",
+        default=HearingSettings().barge_in_speech_ms,
+        help=f"speech needed for a barge-in, ms (default {HearingSettings().barge_in_speech_ms}, "
+        "hearing.barge_in_speech_ms)",
     )
     b.add_argument("--wer-rooms", type=int, default=6, help="rooms for the WER check (default 6)")
     b.add_argument("--no-wer", action="store_true", help="skip the WER check (no Whisper)")

@@ -49,7 +49,11 @@ def make_source(config: Config) -> AudioSource:
         echo_delay_ms=hearing.echo_delay_ms or simulated_delay,
     )
     try:
-        return FrontEndSource(mic, FrontEnd(options), gate=ResidualGate(frame_ms=hearing.block_ms))
+        return FrontEndSource(
+            mic,
+            FrontEnd(options),
+            gate=ResidualGate(frame_ms=hearing.block_ms, echo_delay_ms=options.echo_delay_ms),
+        )
     except FrontEndUnavailable as err:
         _LOGGER.warning("echo cancellation off (half duplex): %s", err)
         return mic

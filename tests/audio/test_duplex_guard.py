@@ -77,4 +77,49 @@ def test_full_duplex_is_off_by_default() -> None:
     s = HearingSettings()
     s.validate()
     assert s.echo_cancellation == "off" and s.half_duplex
-    assert s.barge_in_speech_ms == 150 and s.duck_db == -12.0
+    assert s.barge_in_speech_ms == 120 and s.duck_db == -12.0
+
+
+def _pause(guard: EchoGuard, raws: list[float], clean_under_raw: float = 1.0) -> list[bool]:
+    """Frames in a pause of the reply (the reference silent) at these raw levels, the suppressor
+    let go (the cleaned level ``clean_under_raw`` dB under the raw one), the VAD says speech."""
+    return [guard.allows(True, raw, raw - clean_under_raw, -90.0) for raw in raws]
+
+
+def _converged(**kwargs: int) -> EchoGuard:
+    guard = EchoGuard(frame_ms=30, **kwargs)  # type: ignore[arg-type]
+    _echo_frames(guard, 20.0, 200)  # a 20 dB canceller, learnt
+    return guard
+
+
+def test_the_replys_tail_leaking_in_its_pause_does_not_pass() -> None:
+    """The suppressor lets go in a pause and the reverberation leaks at close to its raw level:
+    the tracked ERLE (20 dB) calls it speech, the tail rule does not (the raw level decays)."""
+    decay = [-30.0 - 3.5 * k for k in range(10)]  # RT60 0.5 s: ~12 dB per 100 ms, in 30 ms frames
+    without = _converged()
+    without.tail_fall_db = 0.0
+    assert _pause(without, decay)[3:] == [True] * 7  # the leak the rule is for
+    assert not any(_pause(_converged(), decay))
+
+
+def test_the_user_speaking_in_a_pause_of_the_reply_passes() -> None:
+    """Speech lifts the raw level or holds it: once it stops falling, the frames pass."""
+    guard = _converged()
+    heard = _pause(guard, [-30.0, -34.0, -38.0, -42.0, -30.0, -29.0, -31.0, -30.0, -29.5, -30.5])
+    assert heard[:4] == [False] * 4  # the first frames: tail, judged by the ERLE gate too
+    assert heard[4:] == [True] * 6
+
+
+def test_the_tail_rule_reads_the_pause_as_the_microphone_hears_it() -> None:
+    """The echo arrives 90 ms (three frames) after the reference: the microphone hears the reply's
+    pause three frames late, and its end three frames late too. Read that late, the rule holds the
+    whole tail; read at the reference's own time it lets through the last frames of the tail, which
+    the microphone still hears after the reference has resumed (a false start measured at 120 ms)."""
+    far = [-90.0] * 6 + [-20.0] * 4
+    raw = [-30.0] * 3 + [-30.0 - 3.5 * k for k in range(1, 7)] + [-30.0]
+
+    def heard(guard: EchoGuard) -> list[bool]:
+        return [guard.allows(True, r, r - 1.0, f) for r, f in zip(raw, far, strict=True)]
+
+    assert heard(_converged(echo_delay_ms=90))[3:9] == [False] * 6
+    assert heard(_converged())[6:9] == [True] * 3

@@ -3,6 +3,8 @@ canceller is not trusted again right after a timing jump (its echo path moved)."
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
@@ -137,8 +139,9 @@ def test_the_bench_gate_takes_the_margin_its_guard_names() -> None:
     9 dB over the residue the tracked ERLE expects passes the runtime's 6 dB and not 12 dB."""
     from audio.tools.bench_duplex import gate_residual, parse_guard
 
-    assert parse_guard("gate/12dB") == ("gate", 12.0, None)
-    assert parse_guard("strict+gate@1200") == ("strict+gate", None, 1200)
+    assert parse_guard("gate/12dB") == ("gate", 12.0, None, True, None)
+    assert parse_guard("strict+gate@1200") == ("strict+gate", None, 1200, True, None)
+    assert parse_guard("strict150+gate-tail") == ("strict+gate", None, None, False, 150)
     with pytest.raises(ValueError, match="unknown guard"):
         parse_guard("gate/twelve")
     echo_blocks = 60  # the reply plays, the canceller removes 50 dB: the tracked ERLE climbs
@@ -167,3 +170,32 @@ def test_the_bench_hears_every_transition_between_replies() -> None:
     assert len(pairs) == len(set(pairs)) == 4 * 3
     assert all(a != b for a, b in pairs)
     assert {a for a, _ in pairs} == {b for _, b in pairs} == {"0", "1", "2", "3"}
+
+
+def test_the_bench_guard_has_heard_the_reply_before_listening_starts(
+    hearing_say: Callable[[str], np.ndarray],
+) -> None:
+    """``starts`` from the end of a reply: its guard has run from the signal's start, as the
+    device's runs all the time, so it knows the reply just stopped and holds the echo's decaying
+    tail (the suppressor let go: the tail leaks at its raw level); a guard started fresh there (what
+    the bench did until 2026-12-04) takes the tail for the user."""
+    from audio.hearing.settings import HearingSettings
+    from audio.tools.bench_duplex import starts
+
+    rng = np.random.default_rng(0)
+    play = 2 * 16000
+    far = np.concatenate([rng.standard_normal(play) * 0.1, np.zeros(16000)]).astype(np.float32)
+    words = hearing_say("Let me tell you a story.")
+    words = words[np.argmax(np.abs(words) > 0.05) :][:8000]
+    decay = 10 ** (-120.0 * np.arange(len(words)) / 16000 / 20)  # RT60 0.5 s
+    tail = (words / np.sqrt(np.mean(words[:1600] ** 2)) * 0.05 * decay).astype(np.float32)
+    raw = far * 0.5
+    raw[play : play + len(tail)] += tail
+    cleaned = raw * 0.01
+    cleaned[play:] = raw[play:] * 0.9
+    lead = play / 16000
+    settings = HearingSettings()
+    fresh = starts(cleaned[play:], raw[play:], far[play:], "gate", settings)
+    assert fresh, "the tail is speech to the VAD: a guard that never heard the reply passes it"
+    assert starts(cleaned, raw, far, "gate", settings, lead) == []
+    assert starts(cleaned, raw, far, "gate-tail", settings, lead), "the tail rule is what holds it"
