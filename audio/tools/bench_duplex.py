@@ -40,6 +40,7 @@ from audio.hearing.echo_tail import EchoGuard
 from audio.hearing.front_end import RATE, FrontEnd, FrontEndOptions, ResidualGate
 from audio.hearing.settings import HearingSettings
 from audio.hearing.vad import Endpointer, SpeechDetector, UtteranceBegan, frame_level_db
+from audio.tools.cli_hearing import _positive_int
 
 SPEECH_DIR = Path("/work/shared/data/speech")
 REPLIES: tuple[str, ...] = (
@@ -318,6 +319,17 @@ class EchoFigures:
     def __post_init__(self) -> None:
         self.cold_starts = dict.fromkeys(self.false_starts, 0)
 
+    def add(self, other: EchoFigures) -> None:
+        """Pool ``other`` (another set of replies, the same variants and guards) into these."""
+        for name, values in other.erle.items():
+            self.erle.setdefault(name, []).extend(values)
+        for key, count in other.false_starts.items():
+            self.false_starts[key] = self.false_starts.get(key, 0) + count
+        for key, count in other.cold_starts.items():
+            self.cold_starts[key] = self.cold_starts.get(key, 0) + count
+        self.replies += other.replies
+        self.cpu_ms.extend(other.cpu_ms)
+
 
 def reply_pairs(replies: list[Reply]) -> list[tuple[Reply, Reply]]:
     """Every ordered pair of two different replies (the one heard before, the one measured), so the
@@ -394,6 +406,13 @@ class BargeInFigures:
 
     latencies: dict[str, list[float | None]]
     early: dict[str, int]
+
+    def add(self, other: BargeInFigures) -> None:
+        """Pool ``other`` (another set of replies, the same guards) into these."""
+        for guard, values in other.latencies.items():
+            self.latencies.setdefault(guard, []).extend(values)
+        for guard, count in other.early.items():
+            self.early[guard] = self.early.get(guard, 0) + count
 
 
 def duck(far: FloatArray, rate: int, from_s: float | None, db: float) -> FloatArray:
@@ -602,15 +621,26 @@ def main(args: argparse.Namespace) -> int:
     """Run the benchmark and print the tables."""
     t0 = time.monotonic()
     settings = replace(HearingSettings(), barge_in_speech_ms=args.barge_in_ms)
-    replies = synthesise_replies(len(REPLIES))
-    echo = run_echo_only(replies, args.per_room, args.limit_db, settings)
     clips = _user_clips(Path(args.speech))
-    barge = run_barge_in(replies, clips, args.trials, args.user_db, settings)
+    echo: EchoFigures | None = None
+    barge: BargeInFigures | None = None
+    for _ in range(args.sets):  # Piper samples its durations: every set is other replies
+        replies = synthesise_replies(len(REPLIES))
+        echo_set = run_echo_only(replies, args.per_room, args.limit_db, settings)
+        barge_set = run_barge_in(replies, clips, args.trials, args.user_db, settings)
+        if echo is None or barge is None:
+            echo, barge = echo_set, barge_set
+        else:
+            echo.add(echo_set)
+            barge.add(barge_set)
+    assert echo is not None and barge is not None  # args.sets >= 1
     wer = (
         None
         if args.no_wer
         else run_wer(replies, _sentence(Path(args.speech)), args.user_db, args.wer_rooms, settings)
     )
+    if args.sets > 1:
+        print(f"\n{args.sets} sets of replies, synthesised afresh, pooled (the WER: the last set)")
     print_tables(echo, barge, wer, args.user_db, args.barge_in_ms)
     print(f"({time.monotonic() - t0:.0f} s)")
     return 0
@@ -635,6 +665,13 @@ def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction)
         "hearing.barge_in_speech_ms)",
     )
     b.add_argument("--wer-rooms", type=int, default=6, help="rooms for the WER check (default 6)")
+    b.add_argument(
+        "--sets",
+        type=_positive_int,
+        default=1,
+        help="sets of replies, each synthesised afresh (Piper samples its durations, and which "
+        "sentence's pauses meet which room moves the false starts most), run and pooled (default 1)",
+    )
     b.add_argument("--no-wer", action="store_true", help="skip the WER check (no Whisper)")
     b.add_argument("--speech", default=str(SPEECH_DIR), help=f"recorded speech set (default {SPEECH_DIR})")
     b.set_defaults(func=main)

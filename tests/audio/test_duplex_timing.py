@@ -199,3 +199,35 @@ def test_the_bench_guard_has_heard_the_reply_before_listening_starts(
     assert fresh, "the tail is speech to the VAD: a guard that never heard the reply passes it"
     assert starts(cleaned, raw, far, "gate", settings, lead) == []
     assert starts(cleaned, raw, far, "gate-tail", settings, lead), "the tail rule is what holds it"
+
+
+def test_the_bench_pools_its_sets_of_replies() -> None:
+    """``--sets N``: the figures of every set of replies add up (counts summed, values extended)."""
+    from audio.tools.bench_duplex import BargeInFigures, EchoFigures
+
+    def echo(false: int, erle: float) -> EchoFigures:
+        figures = EchoFigures({"full": [erle]}, {("full", "gate"): false}, 108, [0.1])
+        figures.cold_starts[("full", "gate")] = false + 1
+        return figures
+
+    pooled = echo(1, 40.0)
+    pooled.add(echo(2, 45.0))
+    assert pooled.false_starts == {("full", "gate"): 3}
+    assert pooled.cold_starts == {("full", "gate"): 5}
+    assert (pooled.replies, pooled.erle["full"], pooled.cpu_ms) == (216, [40.0, 45.0], [0.1, 0.1])
+    barge = BargeInFigures({"gate": [0.1, None]}, {"gate": 0})
+    barge.add(BargeInFigures({"gate": [0.2]}, {"gate": 1}))
+    assert barge.latencies == {"gate": [0.1, None, 0.2]} and barge.early == {"gate": 1}
+
+
+def test_the_bench_takes_at_least_one_set_of_replies() -> None:
+    import argparse
+
+    from audio.tools.bench_duplex import register
+
+    parser = argparse.ArgumentParser()
+    bench = parser.add_subparsers().add_parser("bench").add_subparsers()
+    register(bench, bench)
+    assert parser.parse_args(["bench", "duplex", "--sets", "3"]).sets == 3
+    with pytest.raises(SystemExit):
+        parser.parse_args(["bench", "duplex", "--sets", "0"])
