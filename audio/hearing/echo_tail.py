@@ -128,7 +128,10 @@ class EchoGuard:
     lets go 30-200 ms into such a pause and the tail then leaks at close to its raw level while the
     tracked ERLE still expects 20 dB (measured by ``robot-face bench duplex``: every false start
     left came there, in rooms with RT60 0.6 s). A user who speaks in the pause lifts the raw level
-    or holds it; an echo only decays.
+    or holds it; an echo only decays. So once the raw level has risen ``tail_rise_db`` over its
+    lowest in the pause, someone else is speaking and the rule is off until the reply goes on: the
+    ends of the user's words fall as fast as a tail (a user answering right after a reply, within
+    ``hold_ms``, would otherwise lose them, and the turn would end at their first comma).
     """
 
     margin_db: float = 6.0
@@ -163,6 +166,9 @@ class EchoGuard:
     reply must be to count as its decaying echo (dB; 0 = no tail rule)."""
     tail_back_ms: int = 90
     """The tail rule's look back (ms)."""
+    tail_rise_db: float = 6.0
+    """A rise of the raw level this far over its lowest in a pause of the reply ends the tail rule
+    for that pause: someone speaks (dB)."""
     erle_db: float = field(default=6.0)
     """The tracked ERLE (dB)."""
     _heard: deque[float] = field(default_factory=deque, repr=False)
@@ -170,6 +176,10 @@ class EchoGuard:
     _raw: deque[float] = field(default_factory=deque, repr=False)
     """The raw microphone's recent levels (dBFS, newest last), ``tail_back_ms`` of them."""
     _since_heard: int = field(default=10**9, repr=False)
+    _pause_low: float = field(default=math.inf, repr=False)
+    """The raw level's lowest in the current pause of the reply (dBFS)."""
+    _pause_voiced: bool = field(default=False, repr=False)
+    """Whether the raw level rose ``tail_rise_db`` over ``_pause_low`` in this pause."""
     """Frames since the far end was last heard at the microphone (``echo_delay_ms`` late)."""
     _since_far: int = field(default=10**9, repr=False)
     _onset: int = field(default=10**9, repr=False)
@@ -238,4 +248,10 @@ class EchoGuard:
         while len(self._raw) > self.tail_back_frames:
             self._raw.popleft()
         in_pause = 0 < self._since_heard <= self.hold_frames
-        return self.tail_fall_db > 0 and in_pause and raw_db < back - self.tail_fall_db
+        if not in_pause:
+            self._pause_low, self._pause_voiced = math.inf, False
+        elif raw_db >= self._pause_low + self.tail_rise_db:
+            self._pause_voiced = True
+        self._pause_low = min(self._pause_low, raw_db) if in_pause else math.inf
+        falling = raw_db < back - self.tail_fall_db
+        return self.tail_fall_db > 0 and in_pause and not self._pause_voiced and falling

@@ -123,3 +123,16 @@ def test_the_tail_rule_reads_the_pause_as_the_microphone_hears_it() -> None:
 
     assert heard(_converged(echo_delay_ms=90))[3:9] == [False] * 6
     assert heard(_converged())[6:9] == [True] * 3
+
+
+def test_once_someone_speaks_in_the_pause_their_word_ends_are_not_taken_for_the_tail() -> None:
+    """A user answering right after the reply (within its hold): the raw level rose over its lowest
+    in the pause, so the ends of their words, falling as fast as a tail, still pass; without that
+    check the first word's end would be cut and the turn end at their first comma."""
+    tail = [-30.0 - 4.0 * k for k in range(8)]  # the reply's echo dies away
+    word = [-28.0, -26.0, -27.0, -33.0, -40.0, -47.0]  # "Apple," and its falling end
+    guard = _converged()
+    assert _pause(guard, tail + word)[-3:] == [True] * 3
+    always = _converged()
+    always.tail_rise_db = 1000.0
+    assert _pause(always, tail + word)[-3:] == [False] * 3
