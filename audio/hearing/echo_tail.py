@@ -126,12 +126,13 @@ class EchoGuard:
     level is more than ``tail_fall_db`` under the raw level ``tail_back_ms`` earlier is the reply's
     reverberation dying away, not the user, whatever the cleaned level says. WebRTC's suppressor
     lets go 30-200 ms into such a pause and the tail then leaks at close to its raw level while the
-    tracked ERLE still expects 20 dB (measured by ``robot-face bench duplex``: every false start
-    left came there, in rooms with RT60 0.6 s). A user who speaks in the pause lifts the raw level
+    tracked ERLE still expects 20 dB (measured by ``robot-face bench duplex``: the false starts in
+    the reply's pauses, in rooms with RT60 0.6 s). A user who speaks in the pause lifts the raw level
     or holds it; an echo only decays. So once the raw level has risen ``tail_rise_db`` over its
     lowest in the pause, someone else is speaking and the rule is off until the reply goes on: the
     ends of the user's words fall as fast as a tail (a user answering right after a reply, within
-    ``hold_ms``, would otherwise lose them, and the turn would end at their first comma).
+    ``hold_ms``, would otherwise have them attenuated, and the endpointer hear their pause begin
+    early).
     """
 
     margin_db: float = 6.0
@@ -176,11 +177,11 @@ class EchoGuard:
     _raw: deque[float] = field(default_factory=deque, repr=False)
     """The raw microphone's recent levels (dBFS, newest last), ``tail_back_ms`` of them."""
     _since_heard: int = field(default=10**9, repr=False)
+    """Frames since the far end was last heard at the microphone (``echo_delay_ms`` late)."""
     _pause_low: float = field(default=math.inf, repr=False)
     """The raw level's lowest in the current pause of the reply (dBFS)."""
     _pause_voiced: bool = field(default=False, repr=False)
     """Whether the raw level rose ``tail_rise_db`` over ``_pause_low`` in this pause."""
-    """Frames since the far end was last heard at the microphone (``echo_delay_ms`` late)."""
     _since_far: int = field(default=10**9, repr=False)
     _onset: int = field(default=10**9, repr=False)
     """Frames since the far end started playing (from silence)."""
