@@ -40,7 +40,7 @@ from audio.hearing.echo_tail import EchoGuard
 from audio.hearing.front_end import RATE, FrontEnd, FrontEndOptions, ResidualGate
 from audio.hearing.settings import HearingSettings
 from audio.hearing.vad import Endpointer, SpeechDetector, UtteranceBegan, frame_level_db
-from audio.tools.cli_hearing import _positive_int
+from audio.tools.cli_hearing import positive_int
 
 SPEECH_DIR = Path("/work/shared/data/speech")
 REPLIES: tuple[str, ...] = (
@@ -667,7 +667,7 @@ def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction)
     b.add_argument("--wer-rooms", type=int, default=6, help="rooms for the WER check (default 6)")
     b.add_argument(
         "--sets",
-        type=_positive_int,
+        type=positive_int,
         default=1,
         help="sets of replies, each synthesised afresh (Piper samples its durations, and which "
         "sentence's pauses meet which room moves the false starts most), run and pooled (default 1)",

@@ -43,7 +43,7 @@ BENCH_VOICES = ("piper:joe:1.0", "espeak:en-us", "espeak:en-gb-scotland", "piper
 """Voices of the generated bench utterances (Piper without sampling noise: the same audio every run)."""
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
     """An argparse type: an integer of at least 1."""
     try:
         value = int(text)
@@ -155,7 +155,7 @@ def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction)
     t.add_argument("--no-piper", action="store_true", help="leave out the Piper-voiced sentences")
     t.add_argument(
         "--rounds",
-        type=_positive_int,
+        type=positive_int,
         default=1,
         help="run every configuration this many times, interleaved (the order reversed every other "
         "round); the table pools the rounds and prints each round's median (default 1)",
