@@ -80,6 +80,11 @@ class StreamTime:
     currentTime: float
     outputBufferDacTime: float
     inputBufferAdcTime: float = 0.0
+    monotonic: bool = False
+    """The times are ``time.monotonic()`` (a ``ClockedOutputStream``): the sink then reads the lead
+    from the monotonic clock next to the wall clock, so a thread held up between the stream's
+    clock read and the callback does not shift the block's play time (a PortAudio stream's clock
+    is its own: only the difference of its two times is used)."""
 
 
 class ClockedOutputStream:
@@ -141,7 +146,7 @@ class ClockedOutputStream:
             try:
                 # The block plays in its slot (``deadline``), as a sound card's would, however late
                 # this thread got to it: the play times stay smooth on a loaded machine.
-                self._callback(block, self.blocksize, StreamTime(now, deadline + self.latency), 0)
+                self._callback(block, self.blocksize, StreamTime(now, deadline + self.latency, 0.0, True), 0)
             except Exception:
                 _LOGGER.exception("output callback failed")
             deadline += period
@@ -231,6 +236,8 @@ class StreamSink:
             current = float(time_info.currentTime)
             if dac > 0 and current > 0 and -MAX_LATE_S <= dac - current < 1.0:
                 lead = dac - current
+                if getattr(time_info, "monotonic", False):
+                    lead = dac - time.monotonic()  # read beside the wall clock below
         except (AttributeError, TypeError):
             pass
         render = self._render

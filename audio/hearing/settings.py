@@ -161,6 +161,15 @@ class HearingSettings:
     turn_pause_ms: int = 120
     """smart_turn: silence after speech that asks the model, in milliseconds (default 120)."""
 
+    turn_hold_ms: int = 240
+    """smart_turn: the least silence after speech before a "complete" verdict ends the turn, in
+    milliseconds, at least ``turn_pause_ms`` in any case (0: ``turn_pause_ms``). The model and the decode still judge the pause as it is at
+    ``turn_pause_ms``; the hold only keeps their "complete" from ending the turn inside a shorter
+    pause -- a spoken comma ("Apple, river, chair.": 150 ms between Piper's words; 150-210 ms at
+    most commas of the real read sentences). Without it the floor was ``turn_pause_ms`` and
+    whether a comma ended the turn depended on the CPU: a slow one answered after the comma had
+    passed, a fast one inside it (default 240; docs/hearing.md)."""
+
     turn_ask_ms: int = 30
     """smart_turn: silence after speech at which the model is asked (and the speculative decode
     starts), in milliseconds, at most ``turn_pause_ms``; 0 = at ``turn_pause_ms``. Asked sooner,
@@ -308,6 +317,11 @@ class HearingSettings:
                 f"must be one of {listed(TURN_DETECTORS)}",
             ),
             ("turn_pause_ms", self.turn_pause_ms > 0, "must be > 0"),
+            (
+                "turn_hold_ms",
+                0 <= self.turn_hold_ms < self.turn_fallback_ms,
+                f"must be from 0 to under turn_fallback_ms ({self.turn_fallback_ms})",
+            ),
             (
                 "turn_ask_ms",
                 0 <= self.turn_ask_ms <= self.turn_pause_ms,

@@ -12,7 +12,8 @@ non-speech. With ``smart_turn`` a pause of ``turn_pause_ms`` after real speech r
 ``ask`` starts the speculative decode first; with ``turn_ask_ms`` set, the question itself comes
 that early, its audio continued by the pause's own quiet to ``turn_pause_ms``); whoever runs the end-of-turn model answers with ``Endpointer.verdict`` (the
 endpointer stays clock-free: an answer is just another input). A "complete" answer while the pause
-still goes on ends the utterance (``end="turn_complete"``) once it has lasted ``turn_pause_ms``; speech that resumes makes the question
+still goes on ends the utterance (``end="turn_complete"``) once it has lasted ``turn_hold_ms`` (at
+least ``turn_pause_ms``: a comma's pause is not an end, however fast the answer); speech that resumes makes the question
 stale and the utterance goes on; ``turn_fallback_ms`` of non-speech ends it anyway (``end="silence"``).
 """
 
@@ -203,6 +204,8 @@ class Endpointer:
         """Non-speech that ends an utterance in any case, in ms (the fallback with ``smart_turn``)."""
         self._end_frames = max(1, end_ms // fms)
         self._pause_frames = max(1, settings.turn_pause_ms // fms)
+        self._hold_frames = max(self._pause_frames, -(-settings.turn_hold_ms // fms))
+        """Silence (frames) before which a "complete" verdict does not end the turn (``turn_hold_ms``)."""
         ask_ms = settings.turn_question_ms
         self._ask_frames = min(self._pause_frames, max(1, ask_ms // fms))
         decode_ms = settings.turn_decode_ms or ask_ms
@@ -345,11 +348,12 @@ class Endpointer:
     def verdict(self, ask: int, complete: bool, after_ms: int = 0) -> list[EndpointerEvent]:
         """The answer to ``TurnQuestion`` ``ask``: complete → the utterance ends (``end=
         "turn_complete"``) if that pause still goes on -- now, or once the pause has lasted
-        ``turn_pause_ms`` (a question asked ahead of it, ``turn_ask_ms``) or ``after_ms`` (the late
-        check), unless speech resumes first; otherwise (unfinished, stale) nothing."""
+        ``turn_hold_ms`` (a question asked ahead of it, ``turn_ask_ms``; or answered inside a
+        comma) or ``after_ms`` (the late check), unless speech resumes first; otherwise (unfinished,
+        stale) nothing."""
         if not complete or ask != self._open_ask or self._state != "speech":
             return []
-        frames = max(self._pause_frames, -(-after_ms // self.frame_ms))
+        frames = max(self._hold_frames, -(-after_ms // self.frame_ms))
         if self._silence_run < frames:
             self._complete_at = frames
             return []

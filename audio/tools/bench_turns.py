@@ -55,7 +55,13 @@ PIPER_SENTENCES = (
     "How far away is the moon?",
     "Let's play the animal quiz.",
     "My favourite colour is blue.",
+    "Apple, river, chair.",
+    "Yes, please.",
+    "Hmm, maybe the fitness one.",
+    "Okay, let's do the animal quiz.",
 )
+"""Piper's sentences; the last four pause at a comma (150-240 ms of non-speech to the runtime's VAD):
+one transcript each is right, the first word alone is a turn cut short."""
 
 ClipKind = Literal["complete", "hesitation"]
 
@@ -168,7 +174,7 @@ def piper_clips() -> list[Clip]:
             np.concatenate([lead, bss.synth(t, "piper:joe:1.0", noise=False)]),
             "complete",
             0.0,
-            "piper",
+            "piper, commas" if "," in t else "piper",
         )
         for t in PIPER_SENTENCES
     ]
@@ -318,15 +324,18 @@ def print_table(rows: list[dict[str, str]]) -> None:
 
 
 def print_details(name: str, outcomes: list[Outcome]) -> None:
-    """Per-voice latency and every split hesitation / fallback turn (what to look at)."""
+    """Per-voice latency, fallbacks and cut turns, and every split hesitation / fallback turn (what
+    to look at)."""
     for voice in sorted({o.clip.voice for o in outcomes}):
-        lat = [
-            o.latency_s * 1000
-            for o in outcomes
-            if o.clip.voice == voice and o.clip.kind == "complete" and o.latency_s
-        ]
+        turns = [o for o in outcomes if o.clip.voice == voice and o.clip.kind == "complete"]
+        lat = [o.latency_s * 1000 for o in turns if o.latency_s]
         if lat:
-            print(f"  {name} {voice}: median {statistics.median(lat):.0f} ms over {len(lat)}")
+            waited = sum(o.end == "silence" for o in turns)
+            cut = sum(not o.whole for o in turns)
+            print(
+                f"  {name} {voice}: median {statistics.median(lat):.0f} ms, p90 {_pct(lat, 90):.0f} ms"
+                f" over {len(lat)}; fallback {waited}/{len(turns)}, cut {cut}/{len(turns)}"
+            )
     for o in outcomes:
         split = o.clip.kind == "hesitation" and not o.whole
         waited = o.clip.kind == "complete" and o.end == "silence"
@@ -361,22 +370,24 @@ def _blas_threads(threads: int | None) -> Iterator[None]:
 
 
 def parse_config(spec: str, base: HearingSettings) -> tuple[str, HearingSettings]:
-    """``silence`` or ``smart_turn[:TEXT_CHECK[:THRESHOLD[:PAUSE_MS[:LATE_MS[:DECODE_MS[:ASK_MS]]]]]]``
+    """``silence`` or ``smart_turn[:TEXT_CHECK[:THRESHOLD[:PAUSE_MS[:LATE_MS[:DECODE_MS[:ASK_MS[:HOLD_MS]]]]]]]``
     → (label, settings); LATE_MS is ``turn_late_ms`` (0: no late check), DECODE_MS ``turn_decode_ms``
     (the pause at which the speculative decode starts, at most PAUSE_MS; 0: with the question),
-    ASK_MS ``turn_ask_ms`` (the pause at which the model is asked, at most PAUSE_MS; 0: at PAUSE_MS)."""
+    ASK_MS ``turn_ask_ms`` (the pause at which the model is asked, at most PAUSE_MS; 0: at PAUSE_MS),
+    HOLD_MS ``turn_hold_ms`` (the least pause a "complete" verdict ends; 0: PAUSE_MS)."""
     detector, _, rest = spec.partition(":")
     check, _, rest = rest.partition(":")
     threshold, _, rest = rest.partition(":")
     pause, _, rest = rest.partition(":")
     late, _, rest = rest.partition(":")
-    decode, _, ask = rest.partition(":")
+    decode, _, rest = rest.partition(":")
+    ask, _, hold = rest.partition(":")
     if detector == "silence":
         return "silence", replace(base, turn_detector="silence")
     if detector != "smart_turn":
         raise ValueError(
             f"unknown detector {detector!r}"
-            " (use smart_turn[:CHECK[:THRESHOLD[:PAUSE_MS[:LATE_MS[:DECODE_MS[:ASK_MS]]]]]] or silence)"
+            " (use smart_turn[:CHECK[:THRESHOLD[:PAUSE_MS[:LATE_MS[:DECODE_MS[:ASK_MS[:HOLD_MS]]]]]]] or silence)"
         )
     s = replace(
         base,
@@ -387,10 +398,11 @@ def parse_config(spec: str, base: HearingSettings) -> tuple[str, HearingSettings
         turn_late_ms=int(late) if late else base.turn_late_ms,
         turn_decode_ms=int(decode) if decode else base.turn_decode_ms,
         turn_ask_ms=int(ask) if ask else base.turn_ask_ms,
+        turn_hold_ms=int(hold) if hold else base.turn_hold_ms,
     )
     s.validate()
     label = f"smart_turn:{s.turn_text_check}:{s.turn_threshold:g}:{s.turn_pause_ms}:{s.turn_late_ms}"
-    return f"{label}:{s.turn_decode_ms}:{s.turn_ask_ms}", s
+    return f"{label}:{s.turn_decode_ms}:{s.turn_ask_ms}:{s.turn_hold_ms}", s
 
 
 def dump_asks(path: Path, name: str, outcomes: list[Outcome]) -> None:

@@ -143,11 +143,12 @@ def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction)
     t.add_argument("dir", type=Path, help="real-speech manifest set (scripts/build_real_speech_sets.py)")
     t.add_argument(
         "--configs",
-        default="smart_turn,smart_turn:words+end:0.3:120:390:0:120,silence",
+        default="smart_turn,smart_turn:words+end:0.3:120:390:0:30:0,silence",
         help="detectors side by side: smart_turn[:off|words|words+punctuation|words+end[:THRESHOLD"
-        "[:PAUSE_MS[:LATE_MS[:DECODE_MS[:ASK_MS]]]]]] and silence, each optionally with @blas-pool (numpy's BLAS "
-        "pool at the library's default, the baseline of the runtime's one BLAS thread) (default: the "
-        "runtime's rule, the same asked at the end of the pause (120 ms) instead of at 30 ms, and silence)",
+        "[:PAUSE_MS[:LATE_MS[:DECODE_MS[:ASK_MS[:HOLD_MS]]]]]]] and silence, each optionally with @blas-pool "
+        "(numpy's BLAS pool at the library's default, the baseline of the runtime's one BLAS thread) "
+        "(default: the runtime's rule, the same without the hold (a complete verdict ends the turn at "
+        "the pause's end, 120 ms), and silence)",
     )
     t.add_argument("--limit", type=int, default=24, help="real complete sentences (default 24)")
     t.add_argument("--hesitations", type=int, default=12, help="real sentences to cut (default 12)")

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from audio.edges.reference import ReferenceQueue, TimedBuffer
-from audio.edges.sinks import NullSink
+from audio.edges.sinks import NullSink, StreamTime
 from audio.edges.sounddevice_sink import SoundDeviceSink
 from audio.edges.wav import FloatArray
 from audio.speaking.playback import PlaybackMark
@@ -53,6 +53,25 @@ def test_null_sink_taps_every_block_with_its_play_time_in_real_time() -> None:
     assert np.allclose(ramp[:1000], np.arange(1000) / 2000.0, atol=1e-6)  # what was rendered, in order
     spacing = np.diff([b.play_time for b in blocks])
     assert float(np.median(spacing)) == pytest.approx(0.01, abs=0.003)
+
+
+def test_a_software_clock_block_keeps_its_slot_when_the_callback_runs_late() -> None:
+    """A ``ClockedOutputStream`` thread held up (a loaded machine) between reading its clock and the
+    sink's callback: the block's play time is still its slot on the monotonic clock, in wall time --
+    not shifted by the hold-up (PortAudio's own clock is only used as a difference)."""
+    times, render = _counting_render()
+    sink = NullSink(rate=16000, block_ms=10)
+    sink.open(render, lambda ok, detail: None)  # type: ignore[arg-type]
+    sink.close()
+    times.clear()
+    read = time.monotonic()
+    time.sleep(0.03)  # held up 30 ms after the clock read
+    slot = read + 0.005
+    sink._callback(np.zeros((160, 1), np.float32), 160, StreamTime(read, slot, 0.0, True), None)
+    wall_slot = time.time() + slot - time.monotonic()
+    assert times and abs(times[-1] - wall_slot) < 0.003
+    sink._callback(np.zeros((160, 1), np.float32), 160, StreamTime(read, slot), None)  # PortAudio's clock
+    assert times[-1] - wall_slot == pytest.approx(0.03, abs=0.01)  # its lead, from the callback's time
 
 
 def test_removed_tap_gets_nothing() -> None:

@@ -105,15 +105,25 @@ def test_bench_configs_name_the_late_check_and_the_decode_and_ask_pauses() -> No
 
     base = HearingSettings()
     label, s = parse_config("smart_turn", base)
-    tail = f"{base.turn_late_ms}:{base.turn_decode_ms}:{base.turn_ask_ms}"
+    tail = f"{base.turn_late_ms}:{base.turn_decode_ms}:{base.turn_ask_ms}:{base.turn_hold_ms}"
     assert label == f"smart_turn:words+end:0.3:120:{tail}"
     assert s.turn_late_ms == base.turn_late_ms and s.turn_decode_ms == base.turn_decode_ms
     label, s = parse_config("smart_turn:words+end:0.3:120:0", base)
-    assert label.endswith(f":0:0:{base.turn_ask_ms}") and s.turn_late_ms == 0 and s.turn_decode_ms == 0
+    assert (
+        label.endswith(f":0:0:{base.turn_ask_ms}:{base.turn_hold_ms}")
+        and s.turn_late_ms == 0
+        and s.turn_decode_ms == 0
+    )
     label, s = parse_config("smart_turn:words+end:0.3:120:390:30:0", base)  # the decode at 30 ms
-    assert label.endswith(":390:30:0") and s.turn_decode_ms == 30 and s.turn_ask_ms == 0  # asked at 120
+    assert (
+        label.endswith(f":390:30:0:{base.turn_hold_ms}") and s.turn_decode_ms == 30 and s.turn_ask_ms == 0
+    )  # asked at 120
     label, s = parse_config("smart_turn:words+end:0.3:120:390:0:60", base)  # the question at 60 ms
-    assert label.endswith(":390:0:60") and s.turn_ask_ms == 60 and s.turn_decode_ms == 0
+    assert label.endswith(f":390:0:60:{base.turn_hold_ms}") and s.turn_ask_ms == 60 and s.turn_decode_ms == 0
+    label, s = parse_config("smart_turn:words+end:0.3:120:390:0:30:0", base)  # no hold: the pause's end
+    assert label.endswith(":390:0:30:0") and s.turn_hold_ms == 0
+    with pytest.raises(ValueError, match="turn_hold_ms"):
+        parse_config("smart_turn:words+end:0.3:120:390:0:30:1500", base)  # at the fallback
     with pytest.raises(ValueError, match="turn_ask_ms"):
         parse_config("smart_turn:words+end:0.3:120:390:0:150", base)  # after the pause's end
     with pytest.raises(ValueError, match="turn_late_ms"):

@@ -217,6 +217,7 @@ def smart(settings: HearingSettings, decode_ms: int = 0) -> HearingSettings:
         settings,
         turn_detector="smart_turn",
         turn_pause_ms=180,
+        turn_hold_ms=0,
         turn_ask_ms=0,
         turn_fallback_ms=900,
         turn_decode_ms=decode_ms,
@@ -281,18 +282,27 @@ def test_an_earlier_pause_starts_the_decode_and_the_question_asks_about_the_same
     assert paused.speech_ratio == done.speech_ratio and paused.end_offset == done.end_offset == 30 * FRAME
 
 
+def asked_and_completed(ep: Endpointer) -> tuple[int, TurnQuestion, int, UtteranceComplete]:
+    """Speech, then a long pause whose one question is answered "complete": (the frame of the
+    question, the question, the frame the turn ended at, the completion)."""
+    events = drive(ep, "." * 10 + "s" * 20 + "." * 40, {1: True})
+    assert kinds(events) == [UtteranceBegan, TurnQuestion, UtteranceComplete]
+    (_, _), (iq, q), (ic, done) = events
+    assert isinstance(q, TurnQuestion) and isinstance(done, UtteranceComplete)
+    assert done.end == "turn_complete" and done.asked == q.ask
+    return iq, q, ic, done
+
+
 def test_a_question_asked_ahead_of_the_pause_end_judges_that_pause_and_ends_the_turn_there(
     settings: HearingSettings,
 ) -> None:
     """``turn_ask_ms`` 60 (pause 180): the 2nd silent frame asks, with the audio and context the
     6th would send if the pause goes on (the pause's own frames copied on); a "complete" verdict
     two frames later ends the turn at the 6th silent frame, not when it arrives."""
-    ep = Endpointer(replace(smart(settings), turn_ask_ms=60, post_roll_ms=180))
-    events = drive(ep, "." * 10 + "s" * 20 + "." * 40, {1: True})
-    assert kinds(events) == [UtteranceBegan, TurnQuestion, UtteranceComplete]
-    (_, _), (iq, q), (ic, done) = events
-    assert isinstance(q, TurnQuestion) and isinstance(done, UtteranceComplete)
-    assert (iq, ic) == (30 + 2 - 1, 30 + 6 - 1) and done.end == "turn_complete" and done.asked == q.ask
+    iq, q, ic, done = asked_and_completed(
+        Endpointer(replace(smart(settings), turn_ask_ms=60, post_roll_ms=180))
+    )
+    assert (iq, ic) == (30 + 2 - 1, 30 + 6 - 1)
     # The question's audio: the words and the two real pause frames, then copies of them to the
     # completion's length (its decode is the transcript: the same words).
     real = len(q.audio) - 4 * FRAME
@@ -302,6 +312,26 @@ def test_a_question_asked_ahead_of_the_pause_end_judges_that_pause_and_ends_the_
     # The model's context: up to the question, then four copied frames (the pause at 180 ms).
     assert len(q.context) == (iq + 1 - 5 + 4) * FRAME and q.context[(iq + 1 - 5) * FRAME - 1] == float(iq)
     assert set(np.unique(q.context[(iq + 1 - 5) * FRAME :])) == {30.0, 31.0}
+
+
+def test_a_complete_verdict_ends_the_turn_only_once_the_pause_lasts_the_hold(
+    settings: HearingSettings,
+) -> None:
+    """``turn_hold_ms`` 300 (pause 180, asked at 60 ms): a "complete" verdict answered at the 4th
+    silent frame ends the turn at the 10th, not the 6th; a comma-length pause (8 frames) with that
+    verdict does not end it, and the speech after it is the same utterance."""
+    iq, q, ic, done = asked_and_completed(
+        Endpointer(replace(smart(settings), turn_ask_ms=60, turn_hold_ms=300))
+    )
+    assert (iq, ic) == (30 + 2 - 1, 30 + 10 - 1)
+    assert q.end_offset == done.end_offset == 30 * FRAME  # the words asked about are the words sent
+
+    ep = Endpointer(replace(smart(settings), turn_ask_ms=60, turn_hold_ms=300))
+    events = drive(ep, "." * 10 + "s" * 20 + "." * 8 + "s" * 10 + "." * 40, {1: True, 2: True})
+    assert kinds(events) == [UtteranceBegan, TurnQuestion, TurnQuestion, UtteranceComplete]
+    done = events[-1][1]
+    assert isinstance(done, UtteranceComplete) and done.asked == 2 and events[-1][0] == 48 + 10 - 1
+    assert {int(v) for v in done.audio} >= set(range(10, 48))  # both halves and the comma between them
 
 
 def test_speech_before_the_pause_end_drops_a_question_asked_ahead_of_it(settings: HearingSettings) -> None:
