@@ -329,9 +329,9 @@ def test_a_complete_verdict_ends_the_turn_only_once_the_pause_lasts_the_hold(
     ep = Endpointer(replace(smart(settings), turn_ask_ms=60, turn_hold_ms=300))
     events = drive(ep, "." * 10 + "s" * 20 + "." * 8 + "s" * 10 + "." * 40, {1: True, 2: True})
     assert kinds(events) == [UtteranceBegan, TurnQuestion, TurnQuestion, UtteranceComplete]
-    done = events[-1][1]
-    assert isinstance(done, UtteranceComplete) and done.asked == 2 and events[-1][0] == 48 + 10 - 1
-    assert {int(v) for v in done.audio} >= set(range(10, 48))  # both halves and the comma between them
+    ended = events[-1][1]
+    assert isinstance(ended, UtteranceComplete) and ended.asked == 2 and events[-1][0] == 48 + 10 - 1
+    assert {int(v) for v in ended.audio} >= set(range(10, 48))  # both halves and the comma between them
 
 
 def test_speech_before_the_pause_end_drops_a_question_asked_ahead_of_it(settings: HearingSettings) -> None:
