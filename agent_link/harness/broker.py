@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 import shutil
 import signal
 import socket
@@ -65,8 +66,14 @@ class Mosquitto:
         """True while the broker process is alive."""
         return self._proc is not None and self._proc.poll() is None
 
+    def listener_ports(self) -> list[int]:
+        """The ports of every ``listener`` line in the config (``port`` if none)."""
+        text = self.config_path.read_text()
+        return [int(p) for p in re.findall(r"^listener (\d+)", text, re.MULTILINE)] or [self.port]
+
     def start(self, timeout: float = 10.0) -> None:
-        """Start the broker and wait until it accepts connections."""
+        """Start the broker and wait until every listener accepts connections (mosquitto opens them
+        one after another: the first can answer while the next is not open yet)."""
         if self.running:
             return
         self._proc = subprocess.Popen(
@@ -74,16 +81,20 @@ class Mosquitto:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
+        waiting = self.listener_ports()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
                 err = self._proc.stderr.read().decode(errors="replace") if self._proc.stderr else ""
                 raise RuntimeError(f"mosquitto exited with {self._proc.returncode}: {err}\n{self.log()}")
-            with contextlib.suppress(OSError), socket.create_connection((self.host, self.port), timeout=0.2):
-                return
+            with contextlib.suppress(OSError), socket.create_connection((self.host, waiting[0]), timeout=0.2):
+                waiting.pop(0)
+                if not waiting:
+                    return
+                continue
             time.sleep(0.05)
         self.kill()
-        raise RuntimeError(f"mosquitto did not accept connections on port {self.port}:\n{self.log()}")
+        raise RuntimeError(f"mosquitto did not accept connections on port {waiting[0]}:\n{self.log()}")
 
     def _end(self, sig: signal.Signals, timeout: float = 10.0) -> None:
         proc = self._proc
