@@ -406,7 +406,8 @@ def parse_config(spec: str, base: HearingSettings) -> tuple[str, HearingSettings
 
 
 def dump_asks(path: Path, name: str, outcomes: list[Outcome]) -> None:
-    """Append every clip's questions (probability, speculative text) as JSON lines to ``path``: run
+    """Append every clip's questions (probability, speculative text, its end probability) as JSON
+    lines to ``path``: run
     with threshold 1 (nothing ends early, every pause is asked), then ``evaluate_policies`` replays
     any verdict rule on them exactly (a rule can only end an utterance at a pause that was asked)."""
     import json
@@ -419,25 +420,31 @@ def dump_asks(path: Path, name: str, outcomes: list[Outcome]) -> None:
                 "kind": o.clip.kind,
                 "pause_s": o.clip.pause_s,
                 "utterances": o.utterances,
-                "asks": [[a.probability, a.text] for a in o.ask_records],
+                "asks": [[a.probability, a.text, a.end_prob] for a in o.ask_records],
             }
             fh.write(json.dumps(row) + "\n")
 
 
 def evaluate_policies(path: Path) -> None:
     """Replay verdict rules on dumped questions: fallback share of complete turns and hesitations
-    (pauses up to 1.2 s) kept whole, per text check and threshold."""
+    (pauses up to 1.2 s) kept whole, per text check and threshold (``words+end`` with the end
+    probabilities of the dump; a dump written before they were kept has none, and the rule then
+    falls back as the runtime does without them)."""
     import json
 
+    from audio.hearing.settings import TURN_TEXT_CHECKS
     from audio.hearing.turn import turn_complete
 
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     table = []
-    for check in ("off", "words", "words+punctuation"):
+    for check in TURN_TEXT_CHECKS:
         for threshold in (0.05, 0.1, 0.15, 0.2, 0.3, 0.5):
             waited = split = n_complete = whole = n_hes = 0
             for r in rows:
-                verdicts = [turn_complete(p, t, threshold, check) for p, t in r["asks"]]
+                verdicts = [
+                    turn_complete(a[0], a[1], threshold, check, end_prob=a[2] if len(a) > 2 else None)
+                    for a in r["asks"]
+                ]
                 early = r["utterances"] != 1 or any(verdicts[:-1])
                 if r["kind"] == "complete":
                     n_complete += 1

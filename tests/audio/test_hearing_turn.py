@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -199,3 +200,37 @@ def test_the_bench_pools_its_rounds_and_alternates_their_order() -> None:
     one = ConfigRuns("silence")
     one.add([turn(0.2)], cpu_s=0.1)
     assert "median by round" not in one.row([])
+
+
+def test_replaying_an_asks_dump_weighs_the_end_probability_it_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``bench turns --replay`` on an ``--asks`` dump: ``words+end`` reads the decoder's end
+    probability from the dump, so a first half written with a full stop but an end probability of
+    0.3 is kept whole where the model alone (and the text's own full stop) splits it."""
+    import json
+
+    from audio.tools.bench_turns import evaluate_policies
+
+    rows = [
+        {"kind": "complete", "pause_s": 0.0, "utterances": 1, "asks": [[0.9, "Turn on the lights.", 0.9]]},
+        {
+            "kind": "hesitation",
+            "pause_s": 0.9,
+            "utterances": 1,
+            "asks": [
+                [0.9, "He might even have been made amiable.", 0.3],
+                [0.9, "He might even… himself.", 0.9],
+            ],
+        },
+    ]
+    dump = tmp_path / "asks.jsonl"
+    dump.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    evaluate_policies(dump)
+    lines = [line.split() for line in capsys.readouterr().out.splitlines()[1:]]
+    table = {
+        (check, threshold): (fallback, split, whole) for check, threshold, fallback, split, whole in lines
+    }
+    assert table[("words+end", "0.3")] == ("0/1", "0/1", "1/1")
+    assert table[("off", "0.3")] == ("0/1", "0/1", "0/1")
+    assert table[("words+punctuation", "0.3")] == ("0/1", "0/1", "0/1")
