@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 import numpy as np
 
@@ -85,15 +86,26 @@ def _gated(engine: WhisperTranscriber, settings: HearingSettings) -> SpeechGate[
     return SpeechGate(engine, settings.tone_gate_share)
 
 
-def _load(settings: HearingSettings) -> WhisperTranscriber:
-    """The loaded transcriber; a missing model ends the command with its message (exit 2)."""
-    t = WhisperTranscriber(settings)
+class _Loadable(Protocol):
+    def load(self) -> None: ...
+
+
+_L = TypeVar("_L", bound=_Loadable)
+
+
+def _loaded(model: _L) -> _L:
+    """``model`` loaded; a missing or broken model file ends the command with its message (exit 2)."""
     try:
-        t.load()
-    except RuntimeError as err:
+        model.load()
+    except RuntimeError as err:  # ModelUnavailable and the engines' load errors
         print(f"robot-face: {err}", file=sys.stderr)
         raise SystemExit(2) from err
-    return t
+    return model
+
+
+def _load(settings: HearingSettings) -> WhisperTranscriber:
+    """The loaded transcriber (exit 2 with the message when its model is missing)."""
+    return _loaded(WhisperTranscriber(settings))
 
 
 def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:
@@ -309,10 +321,8 @@ def _extract_turns(args: argparse.Namespace) -> int:
     base = HearingSettings()
     pauses = [float(p) for p in args.pauses.split(",")]
     clips = build_clips(args.dir, args.limit, args.hesitations, pauses, not args.no_piper)
-    stt = make_transcriber(base)
-    stt.load()
-    model = SmartTurnModel(resolve_model_path(base.turn_model))
-    model.load()
+    stt = _loaded(make_transcriber(base))
+    model = _loaded(SmartTurnModel(resolve_model_path(base.turn_model)))
     print(f"{len(clips)} clips → {args.extract}")
     extract(clips, stt, model, base, args.extract)
     return 0
@@ -397,11 +407,7 @@ def _print_stages(
 
     model = make_turn_model(settings)
     if model is not None:
-        try:
-            model.load()
-        except RuntimeError as err:
-            print(f"robot-face: {err}", file=sys.stderr)
-            raise SystemExit(2) from err
+        _loaded(model)
     print()
     table = time_stages(stt, model, utts, idle_s=idle_ms / 1000)
     print_stages(table, settings.turn_question_ms, settings.turn_pause_ms)

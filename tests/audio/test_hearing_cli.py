@@ -234,3 +234,18 @@ def test_bench_turns_wants_at_least_one_round(
     with pytest.raises(SystemExit) as exc:
         run(["bench", "turns", str(tmp_path), "--rounds", rounds])
     assert exc.value.code == 2 and "--rounds" in capsys.readouterr().err
+
+
+def test_bench_turns_extract_with_a_missing_turn_model_says_which(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from audio.hearing import turn_model
+
+    missing = tmp_path / "no-such-smart-turn.onnx"
+    monkeypatch.setattr(turn_model, "default_model_path", lambda: missing)
+    make_set(tmp_path, [("jfk/jfk.flac", JFK, "speech")])
+    with pytest.raises(SystemExit) as exc:
+        run(["bench", "turns", str(tmp_path), "--no-piper", "--extract", str(tmp_path / "asks.json")])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "hearing.turn_model" in err and str(missing) in err
+    assert not (tmp_path / "asks.json").exists()
