@@ -170,6 +170,11 @@ class EchoGuard:
     tail_rise_db: float = 6.0
     """A rise of the raw level this far over its lowest in a pause of the reply ends the tail rule
     for that pause: someone speaks (dB)."""
+    removed_max_db: float = 0.0
+    """The most the canceller may have removed from a frame that counts as the user (dB: raw level
+    minus cleaned level; 0 = no such limit). What the user adds is not cancelled: in double talk
+    the cleaned frame keeps the user's voice within a few dB of the raw level, while what a strong
+    canceller lets through of its own echo lies 10-35 dB under it."""
     erle_db: float = field(default=6.0)
     """The tracked ERLE (dB)."""
     _heard: deque[float] = field(default_factory=deque, repr=False)
@@ -234,7 +239,8 @@ class EchoGuard:
             erle = min(60.0, max(0.0, raw_db - clean_db))
             rate = self.fall if erle < self.erle_db else self.rise
             self.erle_db += rate * (erle - self.erle_db)
-        return speech and not tail
+        removed_ok = self.removed_max_db <= 0 or raw_db - clean_db <= self.removed_max_db
+        return speech and removed_ok and not tail
 
     def _in_tail(self, raw_db: float, far_db: float) -> bool:
         """The tail rule for this frame (``raw_db``, with the reference at ``far_db``); keeps the

@@ -266,6 +266,12 @@ class HearingSettings:
         or ``turn_pause_ms`` when that is 0)."""
         return self.turn_ask_ms or self.turn_pause_ms
 
+    @property
+    def turn_floor_ms(self) -> int:
+        """smart_turn: the least silence after speech that can end a turn, in ms (``turn_hold_ms``,
+        at least ``turn_pause_ms``)."""
+        return max(self.turn_pause_ms, self.turn_hold_ms)
+
     def validate(self) -> None:
         """Raise ValueError naming the key ("hearing.block_ms: ...") for a value that cannot work;
         ``device.config`` calls it when it loads the configuration."""

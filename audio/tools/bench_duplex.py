@@ -76,11 +76,12 @@ GUARDS = (
 )
 """The VAD path's variants; ``/<n>dB``: the gate at that margin over the expected residue
 (``EchoGuard.margin_db``); ``@<ms>``: with that reply-onset window (``EchoGuard.onset_ms``);
-``strict<ms>``: that much speech to start (else ``--barge-in-ms``); ``-tail``: without the guard's tail
-rule (``EchoGuard.tail_fall_db`` 0). ``strict150+gate-tail`` is the runtime's guard before the tail rule."""
+``strict<ms>``: that much speech to start (else ``--barge-in-ms``); ``~<n>``: a frame the canceller
+removed more than n dB of is not the user's (``EchoGuard.removed_max_db``; off at run time);
+``-tail``: without the guard's tail rule (``EchoGuard.tail_fall_db`` 0). ``strict150+gate-tail`` is the runtime's guard before the tail rule."""
 _GUARD_NAME = re.compile(
     r"^(?P<head>[a-z]+)(?P<need>\d+)?(?P<rest>(?:\+[a-z]+)*)(?:/(?P<margin>\d+)dB)?(?:@(?P<onset>\d+))?"
-    r"(?P<notail>-tail)?$"
+    r"(?:~(?P<removed>\d+))?(?P<notail>-tail)?$"
 )
 GUARD = "gate"
 """The guard the device uses while it plays (the one whose detections duck the reply here)."""
@@ -172,26 +173,47 @@ def starts(
     return [t + lo / RATE for t in found]
 
 
+@dataclass(frozen=True)
+class GuardSpec:
+    """A guard's name (``GUARDS``) read: the VAD path's variant and what it changes of the runtime's
+    guard (None: the runtime's value)."""
+
+    variant: str
+    """"vad", "residual", "gate", "strict", "strict+gate", ..."""
+    margin_db: float | None = None
+    """``/<n>dB``: the gate's margin over the expected residue (``EchoGuard.margin_db``)."""
+    onset_ms: int | None = None
+    """``@<ms>``: the reply-onset window (``EchoGuard.onset_ms``)."""
+    tail: bool = True
+    """``-tail``: without the tail rule (``EchoGuard.tail_fall_db`` 0)."""
+    need_ms: int | None = None
+    """``strict<ms>``: the speech a start needs (None: ``--barge-in-ms``)."""
+    removed_max_db: float | None = None
+    """``~<n>``: the most the canceller may have removed from a user's frame (``EchoGuard.removed_max_db``)."""
+
+    def configure(self, guard: EchoGuard) -> EchoGuard:
+        """``guard`` changed as this spec says."""
+        guard.tail_fall_db = guard.tail_fall_db if self.tail else 0.0
+        guard.onset_ms = self.onset_ms if self.onset_ms is not None else guard.onset_ms
+        guard.margin_db = self.margin_db if self.margin_db is not None else guard.margin_db
+        if self.removed_max_db is not None:
+            guard.removed_max_db = self.removed_max_db
+        return guard
+
+
 def gate_residual(
     raw: FloatArray,
     cleaned: FloatArray,
     far16: FloatArray,
     block: int = 480,
-    onset_ms: int | None = None,
-    margin_db: float | None = None,
+    spec: GuardSpec | None = None,
     delay_ms: int = 0,
-    tail: bool = True,
 ) -> FloatArray:
     """``cleaned`` through a fresh ``ResidualGate``, block by block (30 ms, as the microphone
-    delivers); ``onset_ms``, ``margin_db``: its guard's reply-onset window and margin (None: the
-    defaults); ``delay_ms``: the echo's delay; ``tail``: with the guard's tail rule."""
+    delivers), its guard changed as ``spec`` says (None: the runtime's); ``delay_ms``: the echo's delay."""
     gate = ResidualGate(frame_ms=block * 1000 // RATE, echo_delay_ms=delay_ms)
-    if not tail:
-        gate.guard.tail_fall_db = 0.0
-    if onset_ms is not None:
-        gate.guard.onset_ms = onset_ms
-    if margin_db is not None:
-        gate.guard.margin_db = margin_db
+    if spec is not None:
+        spec.configure(gate.guard)
     parts = [
         gate.apply(raw[i : i + block], cleaned[i : i + block], far16[i : i + block])
         for i in range(0, len(cleaned), block)
@@ -199,18 +221,35 @@ def gate_residual(
     return np.concatenate(parts) if parts else cleaned
 
 
-def parse_guard(name: str) -> tuple[str, float | None, int | None, bool, int | None]:
-    """A guard's name (``GUARDS``) as (variant, gate margin dB, reply-onset window ms; None: the
-    runtime's; with the tail rule; the strict start's speech in ms, None: ``--barge-in-ms``)."""
+def parse_guard(name: str) -> GuardSpec:
+    """A guard's name (``GUARDS``) read into its ``GuardSpec``."""
     parts = _GUARD_NAME.match(name)
     if parts is None:
         raise ValueError(
-            f"unknown guard {name!r} (e.g. strict+gate, gate/12dB, strict+gate@1200, strict+gate-tail)"
+            f"unknown guard {name!r} (e.g. strict+gate, gate/12dB, strict+gate@1200, strict+gate-tail, "
+            "strict90+gate~20)"
         )
-    margin = float(parts["margin"]) if parts["margin"] else None
-    onset = int(parts["onset"]) if parts["onset"] else None
-    need = int(parts["need"]) if parts["need"] else None
-    return parts["head"] + parts["rest"], margin, onset, not parts["notail"], need
+    return GuardSpec(
+        variant=parts["head"] + parts["rest"],
+        margin_db=float(parts["margin"]) if parts["margin"] else None,
+        onset_ms=int(parts["onset"]) if parts["onset"] else None,
+        tail=not parts["notail"],
+        need_ms=int(parts["need"]) if parts["need"] else None,
+        removed_max_db=float(parts["removed"]) if parts["removed"] else None,
+    )
+
+
+def guard_names(text: str) -> tuple[str, ...]:
+    """``--guards``: comma-separated guard names, each one ``parse_guard`` reads (argparse type)."""
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    if not names:
+        raise argparse.ArgumentTypeError("no guard named")
+    for name in names:
+        try:
+            parse_guard(name)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err)) from err
+    return names
 
 
 def _starts(
@@ -224,22 +263,20 @@ def _starts(
 ) -> list[float]:
     """Utterance starts (s after ``lo``) by a fresh VAD path on ``signal[lo:]``, the guard's check
     run from sample 0."""
-    guard, margin_db, onset_ms, tail, need = parse_guard(guard)
-    if guard.startswith("strict"):
-        need = need or settings.barge_in_speech_ms
+    spec = parse_guard(guard)
+    if spec.variant.startswith("strict"):
+        need = spec.need_ms or settings.barge_in_speech_ms
         window = max(settings.start_window_ms, need + 60)
         settings = replace(settings, start_window_ms=window, start_speech_ms=need)
-    if guard.endswith("gate"):  # the residual-echo gate on the audio (FrontEndSource), then the VAD
+    if spec.variant.endswith("gate"):  # the residual-echo gate on the audio (FrontEndSource), then the VAD
         block = settings.sample_rate * settings.block_ms // 1000
-        signal = gate_residual(raw, signal, far16, block, onset_ms, margin_db, delay_ms, tail)
+        signal = gate_residual(raw, signal, far16, block, spec, delay_ms)
     detector, endpointer, warm = SpeechDetector(settings), Endpointer(settings), SpeechDetector(settings)
     echo_guard = (
-        EchoGuard(frame_ms=settings.block_ms, echo_delay_ms=delay_ms) if guard.endswith("residual") else None
+        spec.configure(EchoGuard(frame_ms=settings.block_ms, echo_delay_ms=delay_ms))
+        if spec.variant.endswith("residual")
+        else None
     )
-    if echo_guard is not None:
-        echo_guard.tail_fall_db = echo_guard.tail_fall_db if tail else 0.0
-        echo_guard.onset_ms = onset_ms if onset_ms is not None else echo_guard.onset_ms
-        echo_guard.margin_db = margin_db if margin_db is not None else echo_guard.margin_db
     n = settings.sample_rate * settings.block_ms // 1000
     found: list[float] = []
     for i in range(0, len(signal) - n + 1, n):
@@ -340,14 +377,18 @@ def reply_pairs(replies: list[Reply]) -> list[tuple[Reply, Reply]]:
 
 
 def run_echo_only(
-    replies: list[Reply], per_condition: int, limit_db: float, settings: HearingSettings
+    replies: list[Reply],
+    per_condition: int,
+    limit_db: float,
+    settings: HearingSettings,
+    guards: tuple[str, ...] = GUARDS,
 ) -> EchoFigures:
     """Every condition x ``per_condition`` replies with nobody speaking, the pairs of replies cycled
     over ``reply_pairs``. Each measured reply follows
     another one (the canceller runs all the time on the device); utterance starts during that first
     reply, right after the canceller started, are counted apart (``cold_starts``)."""
     variants = ("raw", "full", f"limited {limit_db:.0f} dB")
-    figures = EchoFigures({v: [] for v in variants}, {(v, g): 0 for v in variants for g in GUARDS}, 0, [])
+    figures = EchoFigures({v: [] for v in variants}, {(v, g): 0 for v in variants for g in guards}, 0, [])
     pair_cycle = itertools.cycle(reply_pairs(replies))
     for k, cond in enumerate(conditions()):
         for _ in range(per_condition):
@@ -363,7 +404,7 @@ def run_echo_only(
             for name, sig in signals.items():
                 if name != "raw":
                     figures.erle[name].append(erle_db(echo[int(lead * RATE) :], sig[int(lead * RATE) :], 0.0))
-                for guard in GUARDS:
+                for guard in guards:
                     figures.false_starts[(name, guard)] += len(
                         starts(sig, mic, far16, guard, settings, lead, delay_ms=cond.delay_ms)
                     )
@@ -465,9 +506,10 @@ def run_barge_in(
     trials: int,
     user_db: float,
     settings: HearingSettings,
+    guards: tuple[str, ...] = GUARDS,
 ) -> BargeInFigures:
     """User clips at ``user_db`` re the reply's level at the speaker, over replies in rooms at -6 dB."""
-    figures = BargeInFigures({g: [] for g in GUARDS}, {g: 0 for g in GUARDS})
+    figures = BargeInFigures({g: [] for g in guards}, {g: 0 for g in guards})
     rooms = [c for c in conditions() if c.echo_db == -6.0]
     rng = np.random.default_rng(11)
     for k in range(trials):
@@ -479,7 +521,7 @@ def run_barge_in(
         )
         far16 = far_at_16k(trial.far, trial.rate, len(mic))
         onset = (trial.at + _onset(clip)) / RATE
-        for guard in GUARDS:
+        for guard in guards:
             found = starts(cleaned, mic, far16, guard, settings, trial.lead, delay_ms=trial.cond.delay_ms)
             figures.early[guard] += sum(1 for t in found if t < onset - 0.05)
             after = [t - onset for t in found if t >= onset - 0.05]
@@ -572,7 +614,8 @@ def print_tables(
     barge_db: float = -6.0,
     barge_ms: int = 250,
 ) -> None:
-    """The benchmark's tables."""
+    """The benchmark's tables (the guards ``barge`` measured, in its order)."""
+    guards = list(barge.latencies)
     print(
         f"\nEcho only: {echo.replies} replies over {len(conditions())} rooms "
         f"(delays {', '.join(f'{d:.0f}' for d in DELAYS_MS)} ms; echo {', '.join(f'{e:.0f}' for e in ECHO_DBS)} dB; "
@@ -580,15 +623,15 @@ def print_tables(
     )
     print(
         f"{'canceller':<16}{'ERLE median':>12}{'ERLE min':>10}"
-        + "".join(f"{'false/100 ' + g:>31}" for g in GUARDS)
+        + "".join(f"{'false/100 ' + g:>31}" for g in guards)
     )
     for name in echo.erle:
         erles = echo.erle[name]
         med = f"{statistics.median(erles):.1f}" if erles else "-"
         low = f"{min(erles):.1f}" if erles else "-"
-        row = "".join(f"{100.0 * echo.false_starts[(name, g)] / echo.replies:>31.1f}" for g in GUARDS)
+        row = "".join(f"{100.0 * echo.false_starts[(name, g)] / echo.replies:>31.1f}" for g in guards)
         print(f"{name:<16}{med:>12}{low:>10}{row}")
-    cold = "".join(f"{100.0 * echo.cold_starts[('full', g)] / echo.replies:>31.1f}" for g in GUARDS)
+    cold = "".join(f"{100.0 * echo.cold_starts[('full', g)] / echo.replies:>31.1f}" for g in guards)
     print(f"{'full, cold start':<38}{cold}   (the first reply after the canceller started)")
     print(
         f"\nBarge-in: {len(next(iter(barge.latencies.values())))} user onsets over replies (room echo -6 dB)"
@@ -596,7 +639,7 @@ def print_tables(
     print(
         f"{'guard':<20}{'within 300 ms %':>16}{'detected %':>12}{'median ms':>11}{'false before onset':>20}"
     )
-    for g in GUARDS:
+    for g in guards:
         lat = barge.latencies[g]
         print(
             f"{g:<20}{_pct(lat, 0.3):>16.1f}{_pct(lat, 1.5):>12.1f}{_median_ms(lat):>11}{barge.early[g]:>20}"
@@ -626,8 +669,8 @@ def main(args: argparse.Namespace) -> int:
     barge: BargeInFigures | None = None
     for _ in range(args.sets):  # Piper samples its durations: every set is other replies
         replies = synthesise_replies(len(REPLIES))
-        echo_set = run_echo_only(replies, args.per_room, args.limit_db, settings)
-        barge_set = run_barge_in(replies, clips, args.trials, args.user_db, settings)
+        echo_set = run_echo_only(replies, args.per_room, args.limit_db, settings, args.guards)
+        barge_set = run_barge_in(replies, clips, args.trials, args.user_db, settings, args.guards)
         if echo is None or barge is None:
             echo, barge = echo_set, barge_set
         else:
@@ -671,6 +714,15 @@ def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction)
         default=1,
         help="sets of replies, each synthesised afresh (Piper samples its durations, and which "
         "sentence's pauses meet which room moves the false starts most), run and pooled (default 1)",
+    )
+    b.add_argument(
+        "--guards",
+        type=guard_names,
+        default=GUARDS,
+        help="the guards side by side, comma-separated (default: " + ",".join(GUARDS) + "); a name is a "
+        "variant (vad, residual, gate, strict, strict+gate) with strict<ms> (the start's speech), "
+        "/<n>dB (the gate's margin), @<ms> (the reply-onset window), ~<n> (the most dB the canceller "
+        "may have removed from a user's frame), -tail (no tail rule)",
     )
     b.add_argument("--no-wer", action="store_true", help="skip the WER check (no Whisper)")
     b.add_argument("--speech", default=str(SPEECH_DIR), help=f"recorded speech set (default {SPEECH_DIR})")

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from audio.edges.wav import FloatArray
+from audio.hearing.engine import Engine
 from audio.hearing.turn_model import SmartTurnModel
 from audio.hearing.whisper_stt import WhisperTranscriber
 
@@ -57,12 +58,15 @@ def time_stages(
     utterances: Sequence[FloatArray],
     *,
     idle_s: float = 0.2,
+    whole: Engine | None = None,
 ) -> StageTable:
     """Each stage of each utterance alone (``idle_s`` before each utterance's whole decode, so work
-    it leaves running ends first), then the whole ``transcribe``; the first utterance is run once
+    it leaves running ends first), then the whole ``transcribe`` of ``whole`` (the device's
+    engine: ``stt`` behind the speech gate; None: ``stt`` itself); the first utterance is run once
     untimed (warm-up)."""
+    engine: Engine = whole if whole is not None else stt
     stages: dict[str, list[float]] = {}
-    whole: list[float] = []
+    walls: list[float] = []
     for i, audio in enumerate([utterances[0], *utterances]):
         named = list(stt.stages(audio))
         if model is not None:
@@ -70,18 +74,19 @@ def time_stages(
         costs = [(name, _alone_ms(fn)) for name, fn in named]
         time.sleep(idle_s)
         start = time.perf_counter()
-        stt.transcribe(audio)
+        engine.transcribe(audio)
         if i == 0:
             continue
-        whole.append((time.perf_counter() - start) * 1000.0)
+        walls.append((time.perf_counter() - start) * 1000.0)
         for name, ms in costs:
             stages.setdefault(name, []).append(ms)
-    return StageTable(stages, whole)
+    return StageTable(stages, walls)
 
 
 def print_stages(table: StageTable, question_ms: int, pause_ms: int, cores: int | None = None) -> None:
     """The stage table, the summed CPU and the floor it sets on ``cores`` for work that starts at
-    ``question_ms`` of the pause (``turn_ask_ms``) and a turn that cannot end before ``pause_ms``."""
+    ``question_ms`` of the pause (``turn_ask_ms``) and a turn that cannot end before ``pause_ms``
+    (``HearingSettings.turn_floor_ms``: the hold)."""
     cores = cores or os.cpu_count() or 1
     print(f"{'stage (alone, on one thread)':36s} {'median ms':>10s} {'p90 ms':>8s}")
     for name, values in [*table.stages.items(), (WHOLE, table.whole)]:

@@ -409,5 +409,5 @@ def _print_stages(
     if model is not None:
         _loaded(model)
     print()
-    table = time_stages(stt, model, utts, idle_s=idle_ms / 1000)
-    print_stages(table, settings.turn_question_ms, settings.turn_pause_ms)
+    table = time_stages(stt, model, utts, idle_s=idle_ms / 1000, whole=_gated(stt, settings))
+    print_stages(table, settings.turn_question_ms, settings.turn_floor_ms)

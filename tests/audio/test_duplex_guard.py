@@ -136,3 +136,15 @@ def test_once_someone_speaks_in_the_pause_their_word_ends_are_not_taken_for_the_
     always = _converged()
     always.tail_rise_db = 1000.0
     assert _pause(always, tail + word)[-3:] == [False] * 3
+
+
+def test_the_removal_cap_rejects_a_leak_the_gate_would_pass_and_keeps_the_user() -> None:
+    """``removed_max_db`` (off by default; the bench's ``~<dB>`` guards): after 45 dB of ERLE a leak
+    20 dB under the raw level stands 25 dB over the expected residue and passes the gate; with a
+    cap of 15 dB it does not, while the user, 5 dB under the raw level, passes either way."""
+    plain, capped = EchoGuard(), EchoGuard(removed_max_db=15.0)
+    assert plain.removed_max_db == 0.0
+    for guard in (plain, capped):
+        _echo_frames(guard, 45.0, 300)
+    assert plain.allows(True, -25.0, -45.0, FAR) and not capped.allows(True, -25.0, -45.0, FAR)
+    assert plain.allows(True, -25.0, -30.0, FAR) and capped.allows(True, -25.0, -30.0, FAR)

@@ -137,11 +137,12 @@ def _block(db: float, n: int = 480) -> np.ndarray:
 def test_the_bench_gate_takes_the_margin_its_guard_names() -> None:
     """``gate/12dB`` in ``robot-face bench duplex`` is the gate at a 12 dB margin: a block standing
     9 dB over the residue the tracked ERLE expects passes the runtime's 6 dB and not 12 dB."""
-    from audio.tools.bench_duplex import gate_residual, parse_guard
+    from audio.tools.bench_duplex import GuardSpec, gate_residual, parse_guard
 
-    assert parse_guard("gate/12dB") == ("gate", 12.0, None, True, None)
-    assert parse_guard("strict+gate@1200") == ("strict+gate", None, 1200, True, None)
-    assert parse_guard("strict150+gate-tail") == ("strict+gate", None, None, False, 150)
+    assert parse_guard("gate/12dB") == GuardSpec("gate", margin_db=12.0)
+    assert parse_guard("strict+gate@1200") == GuardSpec("strict+gate", onset_ms=1200)
+    assert parse_guard("strict150+gate-tail") == GuardSpec("strict+gate", tail=False, need_ms=150)
+    assert parse_guard("strict90+gate~20") == GuardSpec("strict+gate", need_ms=90, removed_max_db=20.0)
     with pytest.raises(ValueError, match="unknown guard"):
         parse_guard("gate/twelve")
     echo_blocks = 60  # the reply plays, the canceller removes 50 dB: the tracked ERLE climbs
@@ -155,7 +156,7 @@ def test_the_bench_gate_takes_the_margin_its_guard_names() -> None:
     cleaned = np.concatenate([_block(-70.0)] * echo_blocks + [_block(user_db)])
     last = slice(echo_blocks * 480, None)
     runtime = gate_residual(raw, cleaned, far)
-    wide = gate_residual(raw, cleaned, far, margin_db=12.0)
+    wide = gate_residual(raw, cleaned, far, spec=GuardSpec("gate", margin_db=12.0))
     assert np.allclose(runtime[last], cleaned[last])
     assert np.max(np.abs(wide[last])) < 0.05 * np.max(np.abs(cleaned[last]))
 
@@ -231,3 +232,29 @@ def test_the_bench_takes_at_least_one_set_of_replies() -> None:
     assert parser.parse_args(["bench", "duplex", "--sets", "3"]).sets == 3
     with pytest.raises(SystemExit):
         parser.parse_args(["bench", "duplex", "--sets", "0"])
+
+
+def test_the_bench_runs_the_guards_it_is_given(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--guards``: names the bench reads, in the order given; an unknown one is refused."""
+    import argparse
+
+    from audio.tools.bench_duplex import GUARDS, BargeInFigures, EchoFigures, print_tables, register
+
+    parser = argparse.ArgumentParser()
+    bench = parser.add_subparsers().add_parser("bench").add_subparsers()
+    register(bench, bench)
+    assert parser.parse_args(["bench", "duplex"]).guards == GUARDS
+    chosen = parser.parse_args(["bench", "duplex", "--guards", "strict+gate, strict90+gate~20"]).guards
+    assert chosen == ("strict+gate", "strict90+gate~20")
+    for bad in ("strict+gate,gate/twelve", ","):
+        with pytest.raises(SystemExit):
+            parser.parse_args(["bench", "duplex", "--guards", bad])
+    echo = EchoFigures({"full": [45.0]}, {("full", g): 1 for g in chosen}, 100, [0.1])
+    barge = BargeInFigures({g: [0.2, None] for g in chosen}, dict.fromkeys(chosen, 0))
+    print_tables(echo, barge, None)  # the tables hold the guards measured, and only them
+    out = capsys.readouterr().out
+    assert "false/100 strict90+gate~20" in out and "false/100 gate/12dB" not in out
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("guard"))
+    rows = [line.split()[0] for line in lines[header + 1 : header + 3]]
+    assert rows == list(chosen)

@@ -212,6 +212,7 @@ def test_bench_stt_stages_times_each_stage_and_the_floor_they_set(capsys: pytest
     assert abs(total - summed) <= len(names)  # printed medians are rounded
     s = HearingSettings()
     assert "after the last word" in floor and f"{s.turn_question_ms} + {total}/" in floor
+    assert f"never before the {s.turn_floor_ms} ms pause" in floor and s.turn_floor_ms == s.turn_hold_ms
 
 
 def test_bench_stt_stages_leave_out_what_is_off(capsys: pytest.CaptureFixture[str]) -> None:

@@ -474,3 +474,10 @@ def test_the_detector_judges_its_view_and_the_utterance_keeps_the_samples() -> N
     full, kept = energy(speech), energy(half[16000 : 16000 + len(speech)])
     assert full - kept > 0.2 * full  # the samples really lack the last two thirds' energy
     assert abs(energy(done.audio) - kept) < 0.03 * full  # and the utterance holds the samples
+
+
+@pytest.mark.parametrize(("pause", "hold", "floor"), [(120, 240, 240), (120, 0, 120), (300, 240, 300)])
+def test_the_turn_floor_is_the_hold_at_least_the_pause(pause: int, hold: int, floor: int) -> None:
+    """``turn_floor_ms``: the least silence that ends a turn (the endpointer's hold, the floor
+    ``bench stt --stages`` prints)."""
+    assert replace(HearingSettings(), turn_pause_ms=pause, turn_hold_ms=hold).turn_floor_ms == floor
