@@ -93,9 +93,10 @@ def print_stages(table: StageTable, question_ms: int, pause_ms: int, cores: int 
         p90 = float(np.percentile(values, 90))
         print(f"{name:36s} {statistics.median(values):10.0f} {p90:8.0f}")
     total = table.cpu_sum()
-    floor = max(pause_ms, question_ms + total / cores)
+    work = question_ms + total / cores
     print(
         f"summed CPU per question: {total:.0f} ms; asked at {question_ms} ms of the pause, on {cores} "
-        f"cores the transcript comes at least {question_ms} + {total:.0f}/{cores} = {floor:.0f} ms "
-        f"after the last word (never before the {pause_ms} ms pause; the turn goal: 300)"
+        f"cores the transcript comes at least {question_ms} + {total:.0f}/{cores} = {work:.0f} ms "
+        f"after the last word, and never before the {pause_ms} ms pause: {max(pause_ms, work):.0f} ms "
+        "(the turn goal: 300)"
     )

@@ -250,3 +250,17 @@ def test_bench_turns_extract_with_a_missing_turn_model_says_which(
     err = capsys.readouterr().err
     assert exc.value.code == 2 and "hearing.turn_model" in err and str(missing) in err
     assert not (tmp_path / "asks.json").exists()
+
+
+def test_the_stages_floor_is_the_work_after_the_question_or_the_hold_whichever_is_later(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``print_stages``: 30 + 400/2 = 230 ms of work comes before the 240 ms hold (the floor is the
+    hold); 30 + 600/2 = 330 ms after it (the floor is the work)."""
+    from audio.tools.bench_stages import StageTable, print_stages
+
+    for cpu, work, floor in ((400.0, 230, 240), (600.0, 330, 330)):
+        print_stages(StageTable({"encoder": [cpu]}, [cpu]), 30, 240, cores=2)
+        line = capsys.readouterr().out.splitlines()[-1]
+        assert f"30 + {cpu:.0f}/2 = {work} ms after the last word" in line
+        assert f"never before the 240 ms pause: {floor} ms" in line
