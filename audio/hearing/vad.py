@@ -204,8 +204,9 @@ class Endpointer:
         """Non-speech that ends an utterance in any case, in ms (the fallback with ``smart_turn``)."""
         self._end_frames = max(1, end_ms // fms)
         self._pause_frames = max(1, settings.turn_pause_ms // fms)
-        self._hold_frames = max(self._pause_frames, -(-settings.turn_floor_ms // fms))
-        """Silence (frames) before which a "complete" verdict does not end the turn (``turn_hold_ms``)."""
+        self._hold_frames = -(-settings.turn_floor_ms // fms)
+        """Silence (frames) before which a "complete" verdict does not end the turn (``turn_floor_ms``:
+        the hold, at least the pause)."""
         ask_ms = settings.turn_question_ms
         self._ask_frames = min(self._pause_frames, max(1, ask_ms // fms))
         decode_ms = settings.turn_decode_ms or ask_ms

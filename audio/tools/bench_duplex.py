@@ -193,9 +193,12 @@ class GuardSpec:
 
     def configure(self, guard: EchoGuard) -> EchoGuard:
         """``guard`` changed as this spec says."""
-        guard.tail_fall_db = guard.tail_fall_db if self.tail else 0.0
-        guard.onset_ms = self.onset_ms if self.onset_ms is not None else guard.onset_ms
-        guard.margin_db = self.margin_db if self.margin_db is not None else guard.margin_db
+        if not self.tail:
+            guard.tail_fall_db = 0.0
+        if self.onset_ms is not None:
+            guard.onset_ms = self.onset_ms
+        if self.margin_db is not None:
+            guard.margin_db = self.margin_db
         if self.removed_max_db is not None:
             guard.removed_max_db = self.removed_max_db
         return guard
