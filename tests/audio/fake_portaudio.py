@@ -95,6 +95,8 @@ class FakeStream:
         self.latency = hw.latency
         self.closed = self.killed = False
         self.recorded: list[tuple[float, np.ndarray]] = []
+        self.called: list[float] = []
+        """Unix time each output callback began (``recorded[i]`` came from ``called[i]``)."""
         """Output: (unix time its first sample is heard, mono block) for every block played."""
         self._callback, self._finished = callback, finished_callback
         self._active = False
@@ -128,6 +130,7 @@ class FakeStream:
                 self._callback(data, self.blocksize, None, SimpleNamespace(input_overflow=False))
             else:
                 out = np.zeros((self.blocksize, self.channels), np.float32)
+                self.called.append(time.time())
                 self._callback(out, self.blocksize, StreamTime(now, now + self.latency), 0)
                 # Handed to the device when the callback returns, heard ``latency`` later.
                 self.recorded.append((time.time() + self.latency, out[:, 0].copy()))
@@ -239,6 +242,20 @@ class FakePortAudio:
         """Every block played by every output stream, in the order it was heard."""
         blocks = [b for s in self.streams if s.kind == "output" for b in s.recorded]
         return sorted(blocks, key=lambda b: b[0])
+
+    def first_call_after(self, ts: float) -> tuple[float, float]:
+        """(began, heard) of the first output callback that began at or after unix time ``ts``: the
+        first block a change made at ``ts`` can reach, wherever a busy machine delayed its thread."""
+        calls = [
+            (called, heard)
+            for s in self.streams
+            if s.kind == "output"
+            for called, (heard, _) in zip(s.called, s.recorded, strict=False)
+            if called >= ts
+        ]
+        if not calls:
+            raise AssertionError(f"no output callback began after {ts}")
+        return min(calls)
 
 
 def shared_fake(hardware: list[Hardware]) -> FakePortAudio:
