@@ -95,9 +95,9 @@ class FakeStream:
         self.latency = hw.latency
         self.closed = self.killed = False
         self.recorded: list[tuple[float, np.ndarray]] = []
+        """Output: (unix time its first sample is heard, mono block) for every block played."""
         self.called: list[float] = []
         """Unix time each output callback began (``recorded[i]`` came from ``called[i]``)."""
-        """Output: (unix time its first sample is heard, mono block) for every block played."""
         self._callback, self._finished = callback, finished_callback
         self._active = False
         self._state = threading.Lock()
