@@ -37,6 +37,7 @@ import numpy as np
 from audio.edges.sim_room import SimRoom, SimRoomSettings
 from audio.edges.wav import FloatArray, load_audio
 from audio.hearing.echo_tail import EchoGuard
+from audio.hearing.engine import Transcriber
 from audio.hearing.front_end import RATE, FrontEnd, FrontEndOptions, ResidualGate
 from audio.hearing.settings import HearingSettings
 from audio.hearing.vad import Endpointer, SpeechDetector, UtteranceBegan, frame_level_db
@@ -83,8 +84,9 @@ _GUARD_NAME = re.compile(
     r"^(?P<head>[a-z]+)(?P<need>\d+)?(?P<rest>(?:\+[a-z]+)*)(?:/(?P<margin>\d+)dB)?(?:@(?P<onset>\d+))?"
     r"(?:~(?P<removed>\d+))?(?P<notail>-tail)?$"
 )
-GUARD = "gate"
-"""The guard the device uses while it plays (the one whose detections duck the reply here)."""
+DEVICE_GUARD = "strict+gate"
+"""The guard the device uses while it plays (``hearing.barge_in_speech_ms``, the residual-echo gate
+and its tail rule): its detections duck the reply in the WER check."""
 VOLUME = 0.8
 """The speaker's default volume (``speaking.volume``)."""
 NOISE_DB = -65.0
@@ -550,55 +552,109 @@ def _sentence(speech_dir: Path) -> tuple[FloatArray, str]:
     raise FileNotFoundError(f"no jfk clip listed in {speech_dir / 'manifest.tsv'}")
 
 
+WER_VIEWS = ("alone", "ducked", "gated", "over")
+"""What the WER check transcribes: the sentence alone (with the noise); over the echo, cleaned, the
+reply ducked from the device guard's detected start (what the device's Whisper hears: the listener
+takes the cleaned view, ``FrontEndSource.detection_view``); the same through the residual-echo gate
+(the VAD's view, were it transcribed); cleaned without ducking."""
+
+
+@dataclass
+class WerFigures:
+    """Word errors of the user's sentence spoken over replies, per view of the microphone, and the
+    number of words (pooled over rooms and sets of replies)."""
+
+    errors: dict[str, int] = field(default_factory=lambda: dict.fromkeys(WER_VIEWS, 0))
+    words: int = 0
+
+    def add(self, other: WerFigures) -> None:
+        """Pool ``other`` (another set of replies) into these."""
+        for view, count in other.errors.items():
+            self.errors[view] = self.errors.get(view, 0) + count
+        self.words += other.words
+
+    def pct(self, view: str) -> float:
+        """WER (%) of ``view``."""
+        return 100.0 * self.errors[view] / max(1, self.words)
+
+
 def run_wer(
     replies: list[Reply],
     sentence: tuple[FloatArray, str],
     user_db: float,
     rooms: int,
     settings: HearingSettings,
-) -> tuple[float, float, float, int]:
-    """WER (%) of a recorded sentence spoken over replies (the first one heard before it): cleaned
-    with the reply ducked from the guard's detection on (as the device does), cleaned without
-    ducking, and the sentence alone; and the number of words."""
-    from audio.hearing.stt import make_transcriber
+    stt: Transcriber,
+) -> WerFigures:
+    """Word errors of a recorded sentence spoken over replies (the first one heard before it), in
+    each of ``WER_VIEWS``, transcribed by ``stt`` (loaded)."""
     from audio.hearing.wer import reference_words, word_errors
+
+    figures = WerFigures()
+    _, text = sentence
+    room_list = [c for c in conditions() if c.echo_db >= -6.0][:: max(1, 24 // max(1, rooms))][:rooms]
+    for k, cond in enumerate(room_list):
+        for view, signal in _wer_views(replies, sentence, user_db, k, cond, settings).items():
+            figures.errors[view] += word_errors(text, stt.transcribe(signal).text)
+        figures.words += reference_words(text)
+    return figures
+
+
+def _whisper() -> Transcriber:
+    """The device's Whisper (without the cross-check: the WER needs only the words), loaded."""
+    from audio.hearing.stt import make_transcriber
 
     stt = make_transcriber(HearingSettings(stt_cross_check_model="off"))
     stt.load()
-    errors = {"ducked": 0, "over": 0, "alone": 0}
-    words = 0
-    audio, text = sentence
-    room_list = [c for c in conditions() if c.echo_db >= -6.0][:: max(1, 24 // max(1, rooms))][:rooms]
-    for k, cond in enumerate(room_list):
-        order = [replies[(k + j) % len(replies)] for j in range(len(replies))]
-        far = np.concatenate([r.audio for r in order])
-        gain = 10 ** ((_rms_db(order[1].far16) + user_db - _rms_db(audio)) / 20)
-        lead = len(order[0].far16) / RATE
-        user = (audio * gain).astype(np.float32)
-        trial = Trial(far, order[0].rate, cond, user, int((lead + 0.5) * RATE), lead)
-        mic, _ = trial.mic(trial.far, seed=300 + k)
-        options = FrontEndOptions(echo_delay_ms=int(cond.delay_ms))
-        over, _ = cancel(trial.far, trial.rate, mic, options)
-        far16 = far_at_16k(trial.far, trial.rate, len(mic))
-        found = [
-            t
-            for t in starts(over, mic, far16, GUARD, settings, lead, delay_ms=cond.delay_ms)
-            if t * RATE >= trial.at
-        ]
-        ducked_far = duck(trial.far, trial.rate, found[0] if found else None, settings.duck_db)
-        ducked, _ = cancel(ducked_far, trial.rate, trial.mic(ducked_far, seed=300 + k)[0], options)
-        span = slice(trial.at - RATE // 4, trial.at + len(trial.user) + RATE // 4)
-        alone = np.concatenate([np.zeros(RATE // 4, np.float32), trial.user, np.zeros(RATE // 4, np.float32)])
-        alone = alone + _noise(len(alone), seed=400 + k)
-        for name, sig in (("ducked", ducked[span]), ("over", over[span]), ("alone", alone)):
-            errors[name] += word_errors(text, stt.transcribe(sig).text)
-        words += reference_words(text)
-    return (
-        100.0 * errors["ducked"] / words,
-        100.0 * errors["over"] / words,
-        100.0 * errors["alone"] / words,
-        words,
+    return stt
+
+
+def _wer_views(
+    replies: list[Reply],
+    sentence: tuple[FloatArray, str],
+    user_db: float,
+    k: int,
+    cond: Condition,
+    settings: HearingSettings,
+) -> dict[str, FloatArray]:
+    """The user's span (from 0.25 s before their sentence to 0.25 s after) in each of ``WER_VIEWS``,
+    in room ``cond``, the replies from the ``k``-th on."""
+    audio, _ = sentence
+    order = [replies[(k + j) % len(replies)] for j in range(len(replies))]
+    far = np.concatenate([r.audio for r in order])
+    gain = 10 ** ((_rms_db(order[1].far16) + user_db - _rms_db(audio)) / 20)
+    lead = len(order[0].far16) / RATE
+    trial = Trial(far, order[0].rate, cond, (audio * gain).astype(np.float32), int((lead + 0.5) * RATE), lead)
+    mic, _ = trial.mic(trial.far, seed=300 + k)
+    options = FrontEndOptions(echo_delay_ms=int(cond.delay_ms))
+    over, _ = cancel(trial.far, trial.rate, mic, options)
+    far16 = far_at_16k(trial.far, trial.rate, len(mic))
+    found = [
+        t
+        for t in starts(over, mic, far16, DEVICE_GUARD, settings, lead, delay_ms=cond.delay_ms)
+        if t * RATE >= trial.at
+    ]
+    ducked_far = duck(trial.far, trial.rate, found[0] if found else None, settings.duck_db)
+    ducked_mic = trial.mic(ducked_far, seed=300 + k)[0]
+    ducked, _ = cancel(ducked_far, trial.rate, ducked_mic, options)
+    block = settings.sample_rate * settings.block_ms // 1000
+    gated = gate_residual(
+        ducked_mic,
+        ducked,
+        far_at_16k(ducked_far, trial.rate, len(ducked_mic)),
+        block,
+        parse_guard(DEVICE_GUARD),
+        int(cond.delay_ms),
     )
+    span = slice(trial.at - RATE // 4, trial.at + len(trial.user) + RATE // 4)
+    quiet = np.zeros(RATE // 4, np.float32)
+    alone = np.concatenate([quiet, trial.user, quiet])
+    return {
+        "alone": alone + _noise(len(alone), seed=400 + k),
+        "ducked": ducked[span],
+        "gated": gated[span],
+        "over": over[span],
+    }
 
 
 def _pct(values: list[float | None], within: float) -> float:
@@ -613,7 +669,7 @@ def _median_ms(values: list[float | None]) -> str:
 def print_tables(
     echo: EchoFigures,
     barge: BargeInFigures,
-    wer: tuple[float, float, float, int] | None,
+    wer: WerFigures | None,
     barge_db: float = -6.0,
     barge_ms: int = 250,
 ) -> None:
@@ -648,11 +704,16 @@ def print_tables(
             f"{g:<20}{_pct(lat, 0.3):>16.1f}{_pct(lat, 1.5):>12.1f}{_median_ms(lat):>11}{barge.early[g]:>20}"
         )
     if wer is not None:
-        ducked, over, alone, words = wer
+        alone = wer.pct("alone")
+
+        def pts(view: str) -> str:
+            return f"{wer.pct(view):.1f} % ({wer.pct(view) - alone:+.1f} points)"
+
         print(
-            f"\nWER of the user's words ({words} words): alone {alone:.1f} %; over the echo, cleaned, reply ducked "
-            f"from the detected start {ducked:.1f} % ({ducked - alone:+.1f} points); not ducked {over:.1f} % "
-            f"({over - alone:+.1f} points)"
+            f"\nWER of the user's words ({wer.words} words): alone {alone:.1f} %; over the echo, cleaned, reply "
+            f"ducked from the device guard's ({DEVICE_GUARD}) detected start {pts('ducked')}, as the device "
+            f"transcribes it; the same through the residual-echo gate (the VAD's view) {pts('gated')}; "
+            f"not ducked {pts('over')}"
         )
     cpu = statistics.median(echo.cpu_ms) if echo.cpu_ms else 0.0
     print(
@@ -670,6 +731,9 @@ def main(args: argparse.Namespace) -> int:
     clips = _user_clips(Path(args.speech))
     echo: EchoFigures | None = None
     barge: BargeInFigures | None = None
+    wer: WerFigures | None = None if args.no_wer else WerFigures()
+    sentence = None if args.no_wer else _sentence(Path(args.speech))
+    stt = None if args.no_wer else _whisper()
     for _ in range(args.sets):  # Piper samples its durations: every set is other replies
         replies = synthesise_replies(len(REPLIES))
         echo_set = run_echo_only(replies, args.per_room, args.limit_db, settings, args.guards)
@@ -679,14 +743,11 @@ def main(args: argparse.Namespace) -> int:
         else:
             echo.add(echo_set)
             barge.add(barge_set)
+        if wer is not None and sentence is not None and stt is not None:
+            wer.add(run_wer(replies, sentence, args.user_db, args.wer_rooms, settings, stt))
     assert echo is not None and barge is not None  # args.sets >= 1
-    wer = (
-        None
-        if args.no_wer
-        else run_wer(replies, _sentence(Path(args.speech)), args.user_db, args.wer_rooms, settings)
-    )
     if args.sets > 1:
-        print(f"\n{args.sets} sets of replies, synthesised afresh, pooled (the WER: the last set)")
+        print(f"\n{args.sets} sets of replies, synthesised afresh, pooled")
     print_tables(echo, barge, wer, args.user_db, args.barge_in_ms)
     print(f"({time.monotonic() - t0:.0f} s)")
     return 0

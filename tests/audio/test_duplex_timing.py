@@ -221,6 +221,36 @@ def test_the_bench_pools_its_sets_of_replies() -> None:
     assert barge.latencies == {"gate": [0.1, None, 0.2]} and barge.early == {"gate": 1}
 
 
+def test_the_wer_check_pools_its_sets_and_ducks_by_the_devices_guard(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The WER over the echo: every set's words count (it read the last set only), the reply is
+    ducked from the device's own guard (it used the gate alone), and the printed figures are the
+    pooled ones, each beside the clean WER."""
+    from audio.tools.bench_duplex import (
+        DEVICE_GUARD,
+        WER_VIEWS,
+        BargeInFigures,
+        EchoFigures,
+        GuardSpec,
+        WerFigures,
+        parse_guard,
+        print_tables,
+    )
+
+    assert parse_guard(DEVICE_GUARD) == GuardSpec("strict+gate")  # the runtime's values, nothing changed
+    pooled = WerFigures({"alone": 1, "ducked": 2, "gated": 5, "over": 20}, 22)
+    pooled.add(WerFigures({"alone": 0, "ducked": 4, "gated": 3, "over": 22}, 22))
+    assert set(pooled.errors) == set(WER_VIEWS) and pooled.words == 44
+    assert pooled.errors == {"alone": 1, "ducked": 6, "gated": 8, "over": 42}
+    echo = EchoFigures({"full": [45.0]}, {("full", "gate"): 0}, 100, [0.1])
+    print_tables(echo, BargeInFigures({"gate": [0.2]}, {"gate": 0}), pooled)
+    out = capsys.readouterr().out
+    assert "(44 words): alone 2.3 %" in out and f"({DEVICE_GUARD})" in out
+    assert "13.6 % (+11.4 points), as the device transcribes it" in out
+    assert "(the VAD's view) 18.2 % (+15.9 points)" in out and "not ducked 95.5 %" in out
+
+
 def test_the_bench_takes_at_least_one_set_of_replies() -> None:
     import argparse
 
