@@ -84,6 +84,23 @@ class TurnResult:
     reply_to_audio_ms: float | None = None
 
 
+def barge_in_outcome(closing: Any, stopped: bool, min_confidence: float) -> tuple[str, str | None]:
+    """What became of a line said over a reply, from the event that closed its utterance
+    (``transcript`` or ``utterance_failed``) and whether the companion stopped the reply for it:
+    (the summary's outcome, a problem or None)."""
+    if stopped:
+        return "heard over the reply; the companion stopped it", None
+    if closing.type != "transcript":
+        return f"heard over the reply, then failed: {closing.reason}", str(closing.reason)
+    if float(closing.confidence) < min_confidence:
+        return (
+            f"heard over the reply, poorly (confidence {float(closing.confidence):.2f}): the companion let "
+            "the reply go on",
+            None,
+        )
+    return "heard over the reply (it had ended before the companion stopped it)", None
+
+
 @dataclass
 class DemoResult:
     """The whole run: turns, problems found and timings."""
@@ -276,13 +293,13 @@ class DemoDriver:
         with contextlib.suppress(HarnessTimeout):
             finished = finished or await self.h.wait_for("playback_finished", 30, say=reply)
         stopped = started.utterance in self.agent.stopped_for
-        if stopped and finished is not None and finished.interrupted:
-            turn.outcome = "heard over the reply; the companion stopped it"
-        elif closing.type != "transcript":
-            turn.outcome = f"heard over the reply, then failed: {closing.reason}"
-            self.result.problems.append(f"{line.text!r} over the reply: {closing.reason}")
-        else:
-            turn.outcome = "heard over the reply (it had ended before the companion stopped it)"
+        turn.outcome, problem = barge_in_outcome(
+            closing,
+            stopped and finished is not None and finished.interrupted,
+            self.agent.brain.settings.min_confidence,
+        )
+        if problem:
+            self.result.problems.append(f"{line.text!r} over the reply: {problem}")
         await asyncio.sleep(0.5)
         await self._wait_quiet()
 
