@@ -666,15 +666,24 @@ def _median_ms(values: list[float | None]) -> str:
     return f"{1000 * statistics.median(hit):.0f}" if hit else "-"
 
 
-def print_tables(
-    echo: EchoFigures,
-    barge: BargeInFigures,
-    wer: WerFigures | None,
-    barge_db: float = -6.0,
-    barge_ms: int = 250,
-) -> None:
+def print_tables(echo: EchoFigures, barge: BargeInFigures, wer: WerFigures | None) -> None:
     """The benchmark's tables (the guards ``barge`` measured, in its order)."""
     guards = list(barge.latencies)
+    _print_echo(echo, guards)
+    _print_barge_in(barge, guards)
+    if wer is not None:
+        _print_wer(wer)
+    cpu = statistics.median(echo.cpu_ms) if echo.cpu_ms else 0.0
+    print(
+        f"\nFront end CPU: {cpu:.3f} ms per 10 ms frame = {cpu / 10 * 100:.1f} % of one core (thread time; machine shared)"
+    )
+    print(
+        "Goals: ERLE >= 30 dB; 0 false barge-ins per 100 replies; >= 95 % within 300 ms; WER within 5 points; <= 10 % of a core"
+    )
+
+
+def _print_echo(echo: EchoFigures, guards: list[str]) -> None:
+    """The echo-only table: ERLE and false starts per 100 replies, per canceller and guard."""
     print(
         f"\nEcho only: {echo.replies} replies over {len(conditions())} rooms "
         f"(delays {', '.join(f'{d:.0f}' for d in DELAYS_MS)} ms; echo {', '.join(f'{e:.0f}' for e in ECHO_DBS)} dB; "
@@ -692,6 +701,10 @@ def print_tables(
         print(f"{name:<16}{med:>12}{low:>10}{row}")
     cold = "".join(f"{100.0 * echo.cold_starts[('full', g)] / echo.replies:>31.1f}" for g in guards)
     print(f"{'full, cold start':<38}{cold}   (the first reply after the canceller started)")
+
+
+def _print_barge_in(barge: BargeInFigures, guards: list[str]) -> None:
+    """The barge-in table: onsets reported within 300 ms, at all, the median latency, per guard."""
     print(
         f"\nBarge-in: {len(next(iter(barge.latencies.values())))} user onsets over replies (room echo -6 dB)"
     )
@@ -703,24 +716,20 @@ def print_tables(
         print(
             f"{g:<20}{_pct(lat, 0.3):>16.1f}{_pct(lat, 1.5):>12.1f}{_median_ms(lat):>11}{barge.early[g]:>20}"
         )
-    if wer is not None:
-        alone = wer.pct("alone")
 
-        def pts(view: str) -> str:
-            return f"{wer.pct(view):.1f} % ({wer.pct(view) - alone:+.1f} points)"
 
-        print(
-            f"\nWER of the user's words ({wer.words} words): alone {alone:.1f} %; over the echo, cleaned, reply "
-            f"ducked from the device guard's ({DEVICE_GUARD}) detected start {pts('ducked')}, as the device "
-            f"transcribes it; the same through the residual-echo gate (the VAD's view) {pts('gated')}; "
-            f"not ducked {pts('over')}"
-        )
-    cpu = statistics.median(echo.cpu_ms) if echo.cpu_ms else 0.0
+def _print_wer(wer: WerFigures) -> None:
+    """The WER line: each view beside the sentence alone."""
+    alone = wer.pct("alone")
+
+    def pts(view: str) -> str:
+        return f"{wer.pct(view):.1f} % ({wer.pct(view) - alone:+.1f} points)"
+
     print(
-        f"\nFront end CPU: {cpu:.3f} ms per 10 ms frame = {cpu / 10 * 100:.1f} % of one core (thread time; machine shared)"
-    )
-    print(
-        "Goals: ERLE >= 30 dB; 0 false barge-ins per 100 replies; >= 95 % within 300 ms; WER within 5 points; <= 10 % of a core"
+        f"\nWER of the user's words ({wer.words} words): alone {alone:.1f} %; over the echo, cleaned, reply "
+        f"ducked from the device guard's ({DEVICE_GUARD}) detected start {pts('ducked')}, as the device "
+        f"transcribes it; the same through the residual-echo gate (the VAD's view) {pts('gated')}; "
+        f"not ducked {pts('over')}"
     )
 
 
@@ -748,7 +757,7 @@ def main(args: argparse.Namespace) -> int:
     assert echo is not None and barge is not None  # args.sets >= 1
     if args.sets > 1:
         print(f"\n{args.sets} sets of replies, synthesised afresh, pooled")
-    print_tables(echo, barge, wer, args.user_db, args.barge_in_ms)
+    print_tables(echo, barge, wer)
     print(f"({time.monotonic() - t0:.0f} s)")
     return 0
 
