@@ -12,7 +12,8 @@ before it is judged as it would have been in arrival order:
   ``tap`` if the device is still awake, else it wakes the device;
 - ``sleep_allowed``: a sleep taking effect uses the value in force before it.
 
-Pure queries and record keeping; the rules that act on them are in ``device.core.orchestrator``.
+Pure queries and record keeping; the rules that act on them are in ``device.core.rules`` (the marker
+reached: ``device.core.rules.sleep_wake``), dispatched by ``device.core.orchestrator``.
 """
 
 from __future__ import annotations
