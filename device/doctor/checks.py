@@ -248,6 +248,67 @@ def check_voice(voice: str, deep: bool) -> CheckResult:
     return CheckResult("voice", "ok", f"{model.name} ({rate} Hz) loads in {took:.1f} s")
 
 
+def _read_password(password_file: str) -> str:
+    """The first line of ``password_file`` (empty for an empty file); raises ``OSError``."""
+    lines = Path(password_file).read_text(encoding="utf-8").splitlines()
+    return lines[0] if lines else ""
+
+
+def _password_fix(password_file: str) -> str:
+    """How to make an unreadable ``mqtt.password_file`` readable (a systemd credential or a file)."""
+    return (
+        "outside the service the credential is not there: run the doctor through systemd-run "
+        "with LoadCredential= (docs/deploy.md, step 4)"
+        if password_file.startswith("/run/credentials/")
+        else "create the file (readable by robot-face only) or fix mqtt.password_file"
+    )
+
+
+def _doctor_client(mqtt: Any, username: str | None, password: str | None) -> Any:
+    """A paho MQTT 5 client named after this process, with the credentials when a username is set."""
+    client = mqtt.Client(
+        mqtt.CallbackAPIVersion.VERSION2, client_id=f"robot-face-doctor-{os.getpid()}", protocol=mqtt.MQTTv5
+    )
+    if username is not None:
+        client.username_pw_set(username, password)
+    return client
+
+
+class _Connack:
+    """The broker's CONNACK as the client's ``on_connect`` receives it: its reason code, once it came."""
+
+    def __init__(self) -> None:
+        self.reason: Any = None
+        self.came = threading.Event()
+
+    def on_connect(self, _c: Any, _u: Any, _f: Any, reason: Any, _p: Any) -> None:
+        """paho's ``on_connect`` (callback API version 2)."""
+        self.reason = reason
+        self.came.set()
+
+
+def _broker_verdict(
+    name: str, where: str, reason: Any, timeout_s: float, username: str | None, tls: bool
+) -> CheckResult:
+    """The check's result from the CONNACK's reason code (None: no CONNACK came)."""
+    if reason is None:
+        return CheckResult(
+            name,
+            "fail",
+            f"{where} accepted TCP but sent no CONNACK within {timeout_s:g} s",
+            "is it an MQTT port?",
+        )
+    if reason.is_failure:
+        return CheckResult(
+            name,
+            "fail",
+            f"{where} refused the connection: {reason}",
+            "check mqtt.username and the password in mqtt.password_file against the broker's accounts",
+        )
+    who = f" as {username!r}" if username else " anonymously"
+    return CheckResult(name, "ok", f"connected to {where}{who}" + (" over TLS" if tls else ""))
+
+
 def check_broker(
     broker_url: str,
     username: str | None,
@@ -271,29 +332,13 @@ def check_broker(
     password = None
     if password_file:
         try:
-            lines = Path(password_file).read_text(encoding="utf-8").splitlines()
-            password = lines[0] if lines else ""
+            password = _read_password(password_file)
         except OSError as exc:
-            fix = (
-                "outside the service the credential is not there: run the doctor through systemd-run "
-                "with LoadCredential= (docs/deploy.md, step 4)"
-                if password_file.startswith("/run/credentials/")
-                else "create the file (readable by robot-face only) or fix mqtt.password_file"
-            )
+            fix = _password_fix(password_file)
             return CheckResult(name, "fail", f"cannot read mqtt.password_file {password_file}: {exc}", fix)
-    client = mqtt.Client(
-        mqtt.CallbackAPIVersion.VERSION2, client_id=f"robot-face-doctor-{os.getpid()}", protocol=mqtt.MQTTv5
-    )
-    if username is not None:
-        client.username_pw_set(username, password)
-    done = threading.Event()
-    outcome: dict[str, Any] = {}
-
-    def on_connect(_c: Any, _u: Any, _f: Any, reason: Any, _p: Any) -> None:
-        outcome["reason"] = reason
-        done.set()
-
-    client.on_connect = on_connect
+    client = _doctor_client(mqtt, username, password)
+    connack = _Connack()
+    client.on_connect = connack.on_connect
     where = f"{host}:{port}"
     try:
         if tls:
@@ -302,7 +347,7 @@ def check_broker(
         client.connect_timeout = timeout_s
         client.connect(host, port, keepalive=10)
         client.loop_start()
-        done.wait(timeout_s)
+        connack.came.wait(timeout_s)
     except Exception as exc:
         return CheckResult(
             name,
@@ -313,23 +358,7 @@ def check_broker(
     finally:
         client.disconnect()
         client.loop_stop()
-    reason = outcome.get("reason")
-    if reason is None:
-        return CheckResult(
-            name,
-            "fail",
-            f"{where} accepted TCP but sent no CONNACK within {timeout_s:g} s",
-            "is it an MQTT port?",
-        )
-    if reason.is_failure:
-        return CheckResult(
-            name,
-            "fail",
-            f"{where} refused the connection: {reason}",
-            "check mqtt.username and the password in mqtt.password_file against the broker's accounts",
-        )
-    who = f" as {username!r}" if username else " anonymously"
-    return CheckResult(name, "ok", f"connected to {where}{who}" + (" over TLS" if tls else ""))
+    return _broker_verdict(name, where, connack.reason, timeout_s, username, tls)
 
 
 def check_clock() -> CheckResult:
@@ -393,6 +422,27 @@ def check_button(settings: ButtonSettings, simulate: bool = False) -> CheckResul
     return CheckResult(name, "ok", f"{where} available")
 
 
+def _audio_device_checks(
+    input_device: str | None, output_device: str | None, deep: bool, simulate: bool, need_speaker: bool
+) -> list[CheckResult]:
+    """The microphone and speaker checks (a note where not needed); with ``deep``, their levels."""
+    results: list[CheckResult] = []
+    mic_index = speaker_index = None
+    if not simulate:
+        mic, mic_index = check_audio_device("input", input_device, "hearing.input_device")
+        results.append(mic)
+    else:
+        results.append(CheckResult("microphone", "note", "not needed (simulation)"))
+    if need_speaker:
+        speaker, speaker_index = check_audio_device("output", output_device, "speaking.output_device")
+        results.append(speaker)
+    else:
+        results.append(CheckResult("speaker", "note", "not needed (simulation or non-speaker sink)"))
+    if deep and mic_index is not None:
+        results.append(check_levels(mic_index, speaker_index))
+    return results
+
+
 def run_checks(
     *,
     state_dir: str,
@@ -423,19 +473,7 @@ def run_checks(
     WAV/null sink.
     """
     results = [check_state_dir(state_dir)]
-    mic_index = speaker_index = None
-    if not simulate:
-        mic, mic_index = check_audio_device("input", input_device, "hearing.input_device")
-        results.append(mic)
-    else:
-        results.append(CheckResult("microphone", "note", "not needed (simulation)"))
-    if need_speaker:
-        speaker, speaker_index = check_audio_device("output", output_device, "speaking.output_device")
-        results.append(speaker)
-    else:
-        results.append(CheckResult("speaker", "note", "not needed (simulation or non-speaker sink)"))
-    if deep and mic_index is not None:
-        results.append(check_levels(mic_index, speaker_index))
+    results += _audio_device_checks(input_device, output_device, deep, simulate, need_speaker)
     results.append(check_stt_model(stt_model, deep))
     results.append(check_speech_check_model(deep))
     if stt_provider == "whisper":
