@@ -109,6 +109,25 @@ def find_input_device(name: str | None) -> int | None:
     return matches[0]
 
 
+def _available_inputs() -> str:
+    """The input devices PortAudio sees, quoted and comma-separated ("none" when there are none)."""
+    return ", ".join(map(repr, list_input_devices())) or "none"
+
+
+def _query_input(sd: Any, name: str | None, label: str) -> tuple[int | None, Any]:
+    """The input device's index (None: default) and PortAudio's info; raises ``MicrophoneUnavailable``."""
+    try:
+        index = find_input_device(name)
+        info: Any = sd.query_devices(index, "input")
+    except MicrophoneUnavailable:
+        raise
+    except Exception as err:
+        raise MicrophoneUnavailable(
+            f"input device {label!r} unavailable ({err}); available input devices: {_available_inputs()}"
+        ) from err
+    return index, info
+
+
 class SoundDeviceMicrophone:
     """The real microphone through sounddevice/PortAudio, chosen by name or substring.
 
@@ -143,23 +162,52 @@ class SoundDeviceMicrophone:
         )
 
     def _open(self, sd: Any, pa: PortAudio, on_audio: AudioCallback, on_lost: LostCallback) -> int:
+        """Start the first rate and channel layout the device takes; that rate."""
         s = self.settings
         label = s.input_device or "default input"
-        try:
-            index = find_input_device(s.input_device)
-            info: Any = sd.query_devices(index, "input")
-        except MicrophoneUnavailable:
-            raise
-        except Exception as err:
-            raise MicrophoneUnavailable(
-                f"input device {label!r} unavailable ({err}); available input devices: "
-                f"{', '.join(map(repr, list_input_devices())) or 'none'}"
-            ) from err
+        index, info = _query_input(sd, s.input_device, label)
+        callback = self._block_callback(on_audio)
+        finished = self._finished_callback(label, on_lost)
+        # Mono where the device allows; an ALSA ``hw:`` device of a two-microphone HAT opens only
+        # with all its channels: then the first channel is used (a USB array's processed channel).
+        layouts = dict.fromkeys((1, max(1, int(info.get("max_input_channels", 1)))))
+        last_err: Exception | None = None
+        for rate, channels in ((r, c) for r in self._rates(info) for c in layouts):
+            factory = functools.partial(
+                sd.InputStream,
+                device=index,
+                channels=channels,
+                samplerate=rate,
+                dtype="float32",
+                blocksize=rate * s.block_ms // 1000,
+                callback=callback,
+                finished_callback=finished,
+            )
+            try:
+                stream = self._start_stream(pa, factory)
+            except Exception as err:
+                last_err = err
+                continue
+            self._stream, self._stream_pa = stream, pa
+            _LOGGER.info("microphone %r open at %d Hz, %d channel(s)", info["name"], rate, channels)
+            return rate
+        raise MicrophoneUnavailable(
+            f"cannot open input device {label!r}: {last_err}; available input devices: {_available_inputs()}"
+        )
+
+    def _rates(self, info: Any) -> list[int]:
+        """The sample rates to try, each once: the configured device rate, else ours, its own, common ones."""
+        s = self.settings
         rates = (
             [s.device_sample_rate]
             if s.device_sample_rate
             else [s.sample_rate, int(info["default_samplerate"]), *COMMON_RATES]
         )
+        return list(dict.fromkeys(rates))
+
+    def _block_callback(self, on_audio: AudioCallback) -> Callable[[Any, int, Any, Any], None]:
+        """The stream's callback: counts overflows, hands on the first channel (timed if asked)."""
+        s = self.settings
 
         def callback(indata: Any, frames: int, time_info: Any, status: Any) -> None:
             if status.input_overflow:
@@ -175,45 +223,31 @@ class SoundDeviceMicrophone:
                     lag = current - adc
             timed(indata[:, 0].copy(), time.time() - lag)
 
+        return callback
+
+    def _finished_callback(self, label: str, on_lost: LostCallback) -> Callable[[], None]:
+        """The stream's ``finished_callback``: a stream that ends unless closed is a lost device."""
+
         def finished() -> None:
             # A dead stream stays counted by ``pa`` until ``close`` (the Listener closes it on loss).
             if not self._closing:
                 on_lost(f"input device {label!r} stopped")
 
-        # Mono where the device allows; an ALSA ``hw:`` device of a two-microphone HAT opens only
-        # with all its channels: then the first channel is used (a USB array's processed channel).
-        layouts = dict.fromkeys((1, max(1, int(info.get("max_input_channels", 1)))))
-        last_err: Exception | None = None
-        for rate, channels in ((r, c) for r in dict.fromkeys(rates) for c in layouts):
-            stream: Any = None
-            try:
-                stream = pa.open_stream(
-                    functools.partial(
-                        sd.InputStream,
-                        device=index,
-                        channels=channels,
-                        samplerate=rate,
-                        dtype="float32",
-                        blocksize=rate * s.block_ms // 1000,
-                        callback=callback,
-                        finished_callback=finished,
-                    )
-                )
-                self._closing = False
-                stream.start()
-            except Exception as err:
-                last_err = err
-                if stream is not None:
-                    self._closing = True
-                    pa.close_stream(stream)
-                continue
-            self._stream, self._stream_pa = stream, pa
-            _LOGGER.info("microphone %r open at %d Hz, %d channel(s)", info["name"], rate, channels)
-            return rate
-        raise MicrophoneUnavailable(
-            f"cannot open input device {label!r}: {last_err}; available input devices: "
-            f"{', '.join(map(repr, list_input_devices())) or 'none'}"
-        )
+        return finished
+
+    def _start_stream(self, pa: PortAudio, factory: Callable[[], Any]) -> Any:
+        """Open a stream with ``factory`` through ``pa`` and start it; one that fails is closed again."""
+        stream: Any = None
+        try:
+            stream = pa.open_stream(factory)
+            self._closing = False
+            stream.start()
+        except Exception:
+            if stream is not None:
+                self._closing = True
+                pa.close_stream(stream)
+            raise
+        return stream
 
     def refresh_wanted(self) -> bool:
         """See ``DeviceListSource``: only while open, only after a hardware change."""
