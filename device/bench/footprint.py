@@ -19,9 +19,13 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from device.memory import TRIM_INTERVAL_S, TUNING_ENV, open_fds, process_memory, thread_count
+
+if TYPE_CHECKING:
+    from agent_link.harness.demo import DemoResult
+    from agent_link.harness.reliability.daemon import DaemonProcess
 
 SETTLE_S = TRIM_INTERVAL_S + 1.0
 """Seconds the daemon idles after "Ready" and after the conversation before its figures are read:
@@ -31,6 +35,11 @@ IDLE_S = 30.0
 """Seconds the awake, idle daemon's CPU time is measured over (20 s runs differed by ±1.5 points)."""
 FLOOR_HZ = 100.0
 """Rate of the bare sleep loop whose CPU is this machine's wake-up floor (the output callback's)."""
+_DAEMON_CONFIG: dict[str, dict[str, Any]] = {
+    "device": {"sim_speaker": "null", "watchdog": False},
+    "face": {"browser_port": 0},
+}
+"""The daemon's configuration before ``--set``: no speaker, no watchdog, any free browser port."""
 
 
 def cpu_seconds(pid: int) -> float:
@@ -99,6 +108,45 @@ class DaemonFigures:
     problems: tuple[str, ...]
 
 
+def _start_with_env(daemon: DaemonProcess, tree: str | None, extra_env: dict[str, str]) -> None:
+    """Start ``daemon`` with ``PYTHONPATH=tree`` (if given) and ``extra_env``, then restore ours."""
+    saved = {k: os.environ.get(k) for k in ("PYTHONPATH", *extra_env)}
+    if tree:
+        os.environ["PYTHONPATH"] = tree  # absolute: run_bench made it so
+    os.environ.update(extra_env)
+    try:
+        daemon.start()
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+async def _idle_cpu_percent(pid: int) -> float:
+    """The process's CPU time over the next ``IDLE_S`` seconds, as a share of one core (%)."""
+    cpu0, t0 = cpu_seconds(pid), time.monotonic()
+    await asyncio.sleep(IDLE_S)
+    return (cpu_seconds(pid) - cpu0) / (time.monotonic() - t0) * 100
+
+
+async def _wake_idle_and_talk(broker_url: str, pid: int) -> tuple[float, DemoResult]:
+    """Wake the daemon, measure its idle CPU (%), then hold the demo's conversation with it."""
+    from agent_link.harness.client import AgentHarness
+    from agent_link.harness.demo import run_demo
+    from agent_link.harness.user_voice import UserVoice
+
+    voice = await asyncio.to_thread(UserVoice.load)
+    async with AgentHarness(broker_url, device_id="footprint") as harness:
+        await harness.sim_tap()
+        await harness.wait_for("wake", 15)
+        await asyncio.sleep(3.0)  # the wake-up animation
+        idle = await _idle_cpu_percent(pid)
+        result = await run_demo(harness, voice, log=lambda _line: None)
+    return idle, result
+
+
 async def daemon_figures(
     label: str,
     workdir: Path,
@@ -110,48 +158,21 @@ async def daemon_figures(
     """Start a private broker and the daemon (code from ``tree`` if given), read its memory after
     start and after the demo's conversation."""
     from agent_link.harness.broker import Mosquitto
-    from agent_link.harness.client import AgentHarness
-    from agent_link.harness.demo import run_demo
-    from agent_link.harness.reliability.daemon import DaemonProcess
-    from agent_link.harness.user_voice import UserVoice
+    from agent_link.harness.reliability.daemon import DaemonProcess, merge_config
 
     broker = Mosquitto(workdir / "broker")
     broker.start()
-    saved = {k: os.environ.get(k) for k in ("PYTHONPATH", *extra_env)}
-    if tree:
-        os.environ["PYTHONPATH"] = tree  # absolute: run_bench made it so
-    os.environ.update(extra_env)
-    config: dict[str, dict[str, Any]] = {
-        "device": {"sim_speaker": "null", "watchdog": False},
-        "face": {"browser_port": 0},
-    }
-    for section, table in (settings or {}).items():
-        config.setdefault(section, {}).update(table)
+    config = merge_config(_DAEMON_CONFIG, settings)
     daemon = DaemonProcess(broker.url, "footprint", workdir / "device", config=config)
     daemon.argv = _with_face(daemon.argv, face)  # type: ignore[method-assign]
-    try:
-        daemon.start()
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    _start_with_env(daemon, tree, extra_env)
     try:
         await daemon.wait_ready(timeout=180)
         await asyncio.sleep(SETTLE_S)
         pid = daemon.pid
         assert pid is not None
         start = process_memory(pid)
-        voice = await asyncio.to_thread(UserVoice.load)
-        async with AgentHarness(broker.url, device_id="footprint") as harness:
-            await harness.sim_tap()
-            await harness.wait_for("wake", 15)
-            await asyncio.sleep(3.0)  # the wake-up animation
-            cpu0, t0 = cpu_seconds(pid), time.monotonic()
-            await asyncio.sleep(IDLE_S)
-            idle = (cpu_seconds(pid) - cpu0) / (time.monotonic() - t0) * 100
-            result = await run_demo(harness, voice, log=lambda _line: None)
+        idle, result = await _wake_idle_and_talk(broker.url, pid)
         await asyncio.sleep(SETTLE_S)
         talk = process_memory(pid)
         return DaemonFigures(
