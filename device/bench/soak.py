@@ -20,12 +20,15 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_link.harness.client import AgentHarness, HarnessTimeout
 from agent_link.harness.demo import SCRIPT, DemoDriver, DemoResult, UserLine
 from agent_link.harness.user_voice import UserVoice
 from device.memory import open_fds, process_memory, thread_count
+
+if TYPE_CHECKING:
+    from agent_link.harness.reliability.daemon import DaemonProcess
 
 STOP_EVERY = 3
 """Every this many rounds, the agent stops its first reply while it plays."""
@@ -189,6 +192,53 @@ def summary(result: SoakResult) -> str:
     return text
 
 
+def _add_row(result: SoakResult, row: SoakRow, show: Any) -> None:
+    """Keep ``row`` and ``show`` its line."""
+    result.rows.append(row)
+    show(table_line(row))
+
+
+def _add_round(result: SoakResult, driver: SoakDriver, round_result: DemoResult) -> None:
+    """Count a finished round: its stopped replies and its problems."""
+    result.rounds += 1
+    result.stops += driver.stops
+    result.problems += [f"round {result.rounds}: {p}" for p in round_result.problems]
+
+
+async def _run_rounds(
+    daemon: DaemonProcess,
+    pid: int,
+    voice: UserVoice,
+    turns: int,
+    every: int,
+    result: SoakResult,
+    show: Any,
+) -> None:
+    """Demo rounds until ``turns`` turns were spoken or the daemon died, a row every ``every`` turns."""
+    outbox = daemon.state_dir / "outbox.sqlite3"
+    t0 = time.monotonic()
+    done = 0
+    window: list[float] = []
+    _add_row(result, sample(pid, outbox, 0, [], t0), show)
+    async with AgentHarness(daemon.broker_url, device_id="soak") as harness:
+        while done < turns:
+            driver = SoakDriver(harness, voice, stop_first_reply=result.rounds % STOP_EVERY == 1)
+            round_result: DemoResult = await driver.run()
+            _add_round(result, driver, round_result)
+            for turn in round_result.turns:
+                done += 1
+                if turn.end_to_transcript_ms is not None:
+                    window.append(turn.end_to_transcript_ms)
+                if done % every == 0 or done == turns:
+                    _add_row(result, sample(pid, outbox, done, window, t0), show)
+                    window = []
+                if done >= turns:
+                    break
+            if not daemon.running:
+                result.problems.append("the daemon died")
+                break
+
+
 async def soak(
     turns: int,
     every: int,
@@ -198,13 +248,11 @@ async def soak(
 ) -> SoakResult:
     """Run the soak; ``show`` gets each row's line as it is measured."""
     from agent_link.harness.broker import Mosquitto
-    from agent_link.harness.reliability.daemon import DaemonProcess
+    from agent_link.harness.reliability.daemon import DaemonProcess, merge_config
 
     broker = Mosquitto(workdir / "broker")
     broker.start()
-    settings: dict[str, dict[str, Any]] = {"device": {"sim_speaker": "null", "watchdog": False}}
-    for section, values in (config or {}).items():
-        settings.setdefault(section, {}).update(values)
+    settings = merge_config({"device": {"sim_speaker": "null", "watchdog": False}}, config)
     daemon = DaemonProcess(broker.url, "soak", workdir / "device", config=settings)
     result = SoakResult()
     try:
@@ -212,33 +260,8 @@ async def soak(
         await daemon.wait_ready(timeout=180)
         pid = daemon.pid
         assert pid is not None
-        outbox = daemon.state_dir / "outbox.sqlite3"
         voice = CachedVoice(await asyncio.to_thread(UserVoice.load))
-        t0 = time.monotonic()
-        done = 0
-        window: list[float] = []
-        result.rows.append(sample(pid, outbox, 0, [], t0))
-        show(table_line(result.rows[-1]))
-        async with AgentHarness(broker.url, device_id="soak") as harness:
-            while done < turns:
-                driver = SoakDriver(harness, voice, stop_first_reply=result.rounds % STOP_EVERY == 1)
-                round_result: DemoResult = await driver.run()
-                result.rounds += 1
-                result.stops += driver.stops
-                result.problems += [f"round {result.rounds}: {p}" for p in round_result.problems]
-                for turn in round_result.turns:
-                    done += 1
-                    if turn.end_to_transcript_ms is not None:
-                        window.append(turn.end_to_transcript_ms)
-                    if done % every == 0 or done == turns:
-                        result.rows.append(sample(pid, outbox, done, window, t0))
-                        show(table_line(result.rows[-1]))
-                        window = []
-                    if done >= turns:
-                        break
-                if not daemon.running:
-                    result.problems.append("the daemon died")
-                    break
+        await _run_rounds(daemon, pid, voice, turns, every, result, show)
         errors = daemon.errors()
         if errors:
             result.problems.append(f"{len(errors)} ERROR lines in the daemon log, first: {errors[0][:200]}")
