@@ -179,22 +179,13 @@ def _without_repeated_sentences(tokens: list[int], text_of: Callable[[list[int]]
     return keep
 
 
-def keep_segments(
-    ids: list[int],
-    stats: StepStats,
-    audio_s: float,
-    ts_begin: int,
-    eot: int,
-    text_of: Callable[[list[int]], str] | None = None,
-) -> tuple[list[int], StepStats, bool]:
-    """Text tokens (and their step stats) of a timestamped decode ``ids``: the segments that start
-    inside the ``audio_s`` seconds of audio, without repeated segments or a repeated tail. Returns
-    (tokens, their stats, whether anything was dropped); ``ts_begin`` and ``eot`` are the
-    tokenizer's first timestamp id and end-of-text id. With ``text_of`` (tokens -> text), a
-    segment or sentence that says the same words as the one before, spelled or punctuated
-    differently, is a repeat too ("Goodbye. Good bye. Good bye."); without it, only the same tokens
-    repeat."""
-    segments: list[tuple[float, list[int], list[int]]] = []  # start, tokens, step indices
+_Segment = tuple[float, list[int], list[int]]
+"""A timestamped decode's segment: its start (s), its text tokens, their step indices."""
+
+
+def _segments(ids: list[int], ts_begin: int, eot: int) -> list[_Segment]:
+    """The text segments of a timestamped decode, each with its start and its tokens' step indices."""
+    segments: list[_Segment] = []
     start = 0.0
     cur: list[int] = []
     cur_i: list[int] = []
@@ -209,6 +200,13 @@ def keep_segments(
             cur_i.append(i)
     if cur:
         segments.append((start, cur, cur_i))
+    return segments
+
+
+def _join_segments(
+    segments: list[_Segment], audio_s: float, text_of: Callable[[list[int]], str] | None
+) -> tuple[list[int], list[int], bool]:
+    """Tokens and steps of the segments starting inside the audio, repeats left out; whether any was."""
     tokens: list[int] = []
     steps: list[int] = []
     repeated = False
@@ -224,6 +222,39 @@ def keep_segments(
         tokens += seg
         steps += seg_i
         last = this
+    return tokens, steps, repeated
+
+
+def _stats_at(stats: StepStats, steps: list[int]) -> StepStats:
+    """The step stats at ``steps`` (a step past a list's end takes that list's neutral value)."""
+
+    def pick(values: list[float], default: float) -> list[float]:
+        return [values[i] if i < len(values) else default for i in steps]
+
+    return StepStats(
+        pick(stats.probs, 1.0),
+        pick(stats.margins, 20.0),
+        pick(stats.entropies, 0.0),
+        pick(stats.any_spelling, math.nan),
+    )
+
+
+def keep_segments(
+    ids: list[int],
+    stats: StepStats,
+    audio_s: float,
+    ts_begin: int,
+    eot: int,
+    text_of: Callable[[list[int]], str] | None = None,
+) -> tuple[list[int], StepStats, bool]:
+    """Text tokens (and their step stats) of a timestamped decode ``ids``: the segments that start
+    inside the ``audio_s`` seconds of audio, without repeated segments or a repeated tail. Returns
+    (tokens, their stats, whether anything was dropped); ``ts_begin`` and ``eot`` are the
+    tokenizer's first timestamp id and end-of-text id. With ``text_of`` (tokens -> text), a
+    segment or sentence that says the same words as the one before, spelled or punctuated
+    differently, is a repeat too ("Goodbye. Good bye. Good bye."); without it, only the same tokens
+    repeat."""
+    tokens, steps, repeated = _join_segments(_segments(ids, ts_begin, eot), audio_s, text_of)
     cut = repeat_period(tokens)
     if cut:
         tokens, steps, repeated = tokens[:cut], steps[:cut], True
@@ -231,14 +262,4 @@ def keep_segments(
         kept_at = _without_repeated_sentences(tokens, text_of)
         if len(kept_at) < len(tokens):
             tokens, steps, repeated = [tokens[k] for k in kept_at], [steps[k] for k in kept_at], True
-
-    def pick(values: list[float], default: float) -> list[float]:
-        return [values[i] if i < len(values) else default for i in steps]
-
-    kept = StepStats(
-        pick(stats.probs, 1.0),
-        pick(stats.margins, 20.0),
-        pick(stats.entropies, 0.0),
-        pick(stats.any_spelling, math.nan),
-    )
-    return tokens, kept, repeated
+    return tokens, _stats_at(stats, steps), repeated
