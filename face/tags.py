@@ -61,35 +61,22 @@ class ParsedChunk:
     """Clean characters of the reply so far, including ``text``."""
 
 
-def parse_chunk(
-    chunk: str,
-    *,
-    pending: str = "",
-    offset: int = 0,
-    final: bool = True,
-    vocabulary: TagVocabulary | None = None,
-) -> ParsedChunk:
-    """Parse one streamed chunk of reply text.
+def _hold_back(source: str) -> tuple[str, str]:
+    """``source`` split into what can be parsed now and what waits for the next chunk (a final tag)."""
+    # Hold back a tag (open or complete) at the end and the whitespace around it: whether that
+    # whitespace is spoken depends on what the next chunk starts with.
+    cut = len(source.rstrip())
+    # A ``[`` then only name characters can still become a tag, however long: it is one word
+    # at most, and the final chunk speaks whatever is still held.
+    tail = _END_TAG.search(source, 0, cut)
+    if tail:
+        cut = tail.start()
+    cut = len(source[:cut].rstrip())
+    return source[:cut], source[cut:]
 
-    ``pending`` is what the previous call held back (an unfinished ``[tag``); ``offset`` is the
-    number of clean characters already produced for this reply. Whitespace left doubled by a removed
-    tag is collapsed, so ``"Hi [happy] there"`` speaks as ``"Hi there"``.
-    """
-    vocab = vocabulary or TagVocabulary()
-    source = pending + chunk
-    held = ""
-    if not final:
-        # Hold back a tag (open or complete) at the end and the whitespace around it: whether that
-        # whitespace is spoken depends on what the next chunk starts with.
-        cut = len(source.rstrip())
-        # A ``[`` then only name characters can still become a tag, however long: it is one word
-        # at most, and the final chunk speaks whatever is still held.
-        tail = _END_TAG.search(source, 0, cut)
-        if tail:
-            cut = tail.start()
-        cut = len(source[:cut].rstrip())
-        held = source[cut:]
-        source = source[:cut]
+
+def _remove_tags(source: str, offset: int, vocab: TagVocabulary) -> tuple[str, list[Mark], int]:
+    """``source`` without its tags, the marks they make, and the clean characters produced by then."""
     out: list[str] = []
     marks: list[Mark] = []
     produced = offset
@@ -117,7 +104,29 @@ def parse_chunk(
         after_tag = True
         pos = match.end()
     emit(source[pos:])
-    text = "".join(out)
+    return "".join(out), marks, produced
+
+
+def parse_chunk(
+    chunk: str,
+    *,
+    pending: str = "",
+    offset: int = 0,
+    final: bool = True,
+    vocabulary: TagVocabulary | None = None,
+) -> ParsedChunk:
+    """Parse one streamed chunk of reply text.
+
+    ``pending`` is what the previous call held back (an unfinished ``[tag``); ``offset`` is the
+    number of clean characters already produced for this reply. Whitespace left doubled by a removed
+    tag is collapsed, so ``"Hi [happy] there"`` speaks as ``"Hi there"``.
+    """
+    vocab = vocabulary or TagVocabulary()
+    source = pending + chunk
+    held = ""
+    if not final:
+        source, held = _hold_back(source)
+    text, marks, produced = _remove_tags(source, offset, vocab)
     return ParsedChunk(text=text, marks=tuple(marks), pending=held, offset=produced)
 
 
