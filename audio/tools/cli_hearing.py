@@ -328,7 +328,82 @@ def _extract_turns(args: argparse.Namespace) -> int:
     return 0
 
 
+_Decode = Callable[[FloatArray], str]
+"""One way of decoding an utterance to its text (a path the bench times)."""
+
+
+def _our_paths(stt: WhisperTranscriber, settings: HearingSettings) -> dict[str, _Decode]:
+    """Our gated decode, with and without the cross-check when one is configured."""
+    label = f"short window (beam {settings.stt_beam_size})"
+    paths: dict[str, _Decode] = {}
+    if resolve_model_dir(settings.stt_cross_check_model) is not None:
+        # The same decode without the second recogniser: what the cross-check costs.
+        plain = WhisperTranscriber(replace(settings, stt_cross_check_model="off"))
+        plain._model, plain._tokenizer = stt.model, stt._tokenizer  # share the loaded model
+        gated, gated_plain = _gated(stt, settings), _gated(plain, settings)
+        paths[label + " + cross-check"] = lambda a: gated.transcribe(a).text
+        paths[label + ", no cross-check"] = lambda a: gated_plain.transcribe(a).text
+    else:
+        gated = _gated(stt, settings)
+        paths[label] = lambda a: gated.transcribe(a).text
+    return paths
+
+
+def _baseline_paths(
+    stt: WhisperTranscriber, settings: HearingSettings, beams: str, threads: int
+) -> dict[str, _Decode]:
+    """faster-whisper's own ``transcribe()`` at each of the ``beams`` (comma-separated), on ``threads``."""
+    # The baseline gets its own model with its own thread count: the plain library at its best
+    # (its 30 s encoder gains from every core; our short decode is fastest on one).
+    base_settings = replace(settings, stt_threads=threads, stt_cross_check_model="off")
+    base_model = stt if threads == settings.stt_threads else _load(base_settings)
+    paths: dict[str, _Decode] = {}
+    for beam in [int(b) for b in beams.split(",") if b.strip()]:
+        base = WhisperTranscriber(replace(base_settings, stt_beam_size=beam))
+        base._model, base._tokenizer = base_model.model, base_model._tokenizer
+        paths[f"faster-whisper transcribe() beam {beam}"] = base.transcribe_baseline
+    return paths
+
+
+def _time_paths(
+    paths: dict[str, _Decode], utts: list[tuple[str, FloatArray]], pause_ms: int
+) -> tuple[dict[str, list[float]], dict[str, int], int]:
+    """Each path's decode times and word errors over ``utts`` (after a warm-up), and the words said."""
+    for fn in paths.values():  # warm-up
+        fn(utts[0][1])
+    times: dict[str, list[float]] = {name: [] for name in paths}
+    errors = dict.fromkeys(paths, 0)
+    words = 0
+    for ref, audio in utts:  # interleaved, so load changes hit every path alike
+        words += reference_words(ref)
+        for name, fn in paths.items():
+            time.sleep(pause_ms / 1000)  # work a decode leaves running ends before the next
+            t0 = time.perf_counter()
+            text = fn(audio)
+            times[name].append(time.perf_counter() - t0)
+            errors[name] += word_errors(ref, text)
+    return times, errors, words
+
+
+def _print_comparison(times: dict[str, list[float]], errors: dict[str, int], words: int, n_ours: int) -> None:
+    """Each path's median, p95 and WER, then each of our first ``n_ours`` paths against each baseline."""
+    stats = {}
+    for name in times:
+        med, p95 = statistics.median(times[name]), float(np.percentile(times[name], 95))
+        wer = errors[name] / max(1, words)
+        stats[name] = (med, p95, wer)
+        print(f"{name:45s} median {med * 1000:6.0f} ms   p95 {p95 * 1000:6.0f} ms   WER {wer * 100:5.1f} %")
+    named = list(stats.items())
+    for ours_name, ours in named[:n_ours]:
+        for name, base_stats in named[n_ours:]:
+            print(
+                f"  {ours_name} vs {name}: median {ours[0] / base_stats[0]:.2f}x, "
+                f"p95 {ours[1] / base_stats[1]:.2f}x, WER {(ours[2] - base_stats[2]) * 100:+.1f} points"
+            )
+
+
 def _bench_stt(args: argparse.Namespace) -> int:
+    """``robot-face bench stt``: our short-window decode against faster-whisper's ``transcribe()``."""
     logging.getLogger("faster_whisper").setLevel(logging.WARNING)  # it logs every transcribe() call
     from audio.tools.eval_confidence import ManifestError
 
@@ -347,53 +422,11 @@ def _bench_stt(args: argparse.Namespace) -> int:
         f"{len(utts)} utterances, {min(durations):.1f}–{max(durations):.1f} s, "
         f"threads: ours {settings.stt_threads}, baseline {args.baseline_threads}"
     )
-    ours_label = f"short window (beam {settings.stt_beam_size})"
-    paths: dict[str, Callable[[FloatArray], str]] = {}
-    if resolve_model_dir(settings.stt_cross_check_model) is not None:
-        # The same decode without the second recogniser: what the cross-check costs.
-        plain = WhisperTranscriber(replace(settings, stt_cross_check_model="off"))
-        plain._model, plain._tokenizer = stt.model, stt._tokenizer  # share the loaded model
-        gated, gated_plain = _gated(stt, settings), _gated(plain, settings)
-        paths[ours_label + " + cross-check"] = lambda a: gated.transcribe(a).text
-        paths[ours_label + ", no cross-check"] = lambda a: gated_plain.transcribe(a).text
-    else:
-        gated = _gated(stt, settings)
-        paths[ours_label] = lambda a: gated.transcribe(a).text
+    paths = _our_paths(stt, settings)
     n_ours = len(paths)
-    # The baseline gets its own model with its own thread count: the plain library at its best
-    # (its 30 s encoder gains from every core; our short decode is fastest on one).
-    base_settings = replace(settings, stt_threads=args.baseline_threads, stt_cross_check_model="off")
-    base_model = stt if args.baseline_threads == settings.stt_threads else _load(base_settings)
-    for beam in [int(b) for b in args.baseline_beams.split(",") if b.strip()]:
-        base = WhisperTranscriber(replace(base_settings, stt_beam_size=beam))
-        base._model, base._tokenizer = base_model.model, base_model._tokenizer
-        paths[f"faster-whisper transcribe() beam {beam}"] = base.transcribe_baseline
-    for fn in paths.values():  # warm-up
-        fn(utts[0][1])
-    times: dict[str, list[float]] = {name: [] for name in paths}
-    errors = dict.fromkeys(paths, 0)
-    words = 0
-    for ref, audio in utts:  # interleaved, so load changes hit every path alike
-        words += reference_words(ref)
-        for name, fn in paths.items():
-            time.sleep(args.pause_ms / 1000)  # work a decode leaves running ends before the next
-            t0 = time.perf_counter()
-            text = fn(audio)
-            times[name].append(time.perf_counter() - t0)
-            errors[name] += word_errors(ref, text)
-    stats = {}
-    for name in paths:
-        med, p95 = statistics.median(times[name]), float(np.percentile(times[name], 95))
-        wer = errors[name] / max(1, words)
-        stats[name] = (med, p95, wer)
-        print(f"{name:45s} median {med * 1000:6.0f} ms   p95 {p95 * 1000:6.0f} ms   WER {wer * 100:5.1f} %")
-    named = list(stats.items())
-    for ours_name, ours in named[:n_ours]:
-        for name, base_stats in named[n_ours:]:
-            print(
-                f"  {ours_name} vs {name}: median {ours[0] / base_stats[0]:.2f}x, "
-                f"p95 {ours[1] / base_stats[1]:.2f}x, WER {(ours[2] - base_stats[2]) * 100:+.1f} points"
-            )
+    paths.update(_baseline_paths(stt, settings, args.baseline_beams, args.baseline_threads))
+    times, errors, words = _time_paths(paths, utts, args.pause_ms)
+    _print_comparison(times, errors, words, n_ours)
     if args.stages:
         _print_stages(stt, settings, [a for _, a in utts], args.pause_ms)
     return 0
