@@ -17,6 +17,7 @@ import random
 import re
 import time
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from agent_link.harness.contract import check_contract, dedupe_redeliveries
 from agent_link.harness.reliability.daemon import DaemonProcess
 from agent_link.harness.reliability.fuzz import MALFORMED_REASONS, FuzzInput, PayloadFuzzer
 from agent_link.harness.reliability.report import Broker, ReliabilityReport, current_boot, stored_events
-from agent_link.protocol.messages import Event
+from agent_link.protocol.messages import CommandRejectedEvent, Event
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -196,6 +197,34 @@ class FaultRunner:
         rng = random.Random(seed)
         await self.ensure_awake()
         self.harness.mark()
+        sentinel = f"fuzz-sentinel-{seed}-{rng.randrange(1 << 30):x}"
+        async with aiomqtt.Client(
+            self.broker.host, self.broker.port, identifier=f"fuzzer-{sentinel}",
+            protocol=aiomqtt.ProtocolVersion.V5,
+        ) as client:  # fmt: skip
+            inputs = fuzzer.inputs(count, time.time())
+            sent, valid_sent, duplicates = await self._publish_fuzz(
+                client, inputs, rng, duplicate_ratio, barrier_every, sentinel
+            )
+            await self._end_fuzz(client, sentinel, count)
+        await asyncio.sleep(2.0)  # the stop's interrupted finishes
+        self.report.faults["fuzzed input"] += len(sent) + duplicates
+        problems = self._check_fuzz(sent, valid_sent, sentinel)
+        self._count_fuzz(sent, valid_sent, duplicates)
+        self.report.runs += 1
+        self.report.violations.extend(problems)
+        return problems
+
+    async def _publish_fuzz(
+        self,
+        client: aiomqtt.Client,
+        inputs: Iterable[FuzzInput],
+        rng: random.Random,
+        duplicate_ratio: float,
+        barrier_every: int,
+        sentinel: str,
+    ) -> tuple[list[FuzzInput], list[FuzzInput], int]:
+        """Publish ``inputs`` (some valid commands twice); the inputs sent, the valid ones, the re-sends."""
         topics = self.harness.topics
         channel_topic = {
             "command": topics.command,
@@ -206,37 +235,35 @@ class FaultRunner:
         sent: list[FuzzInput] = []
         duplicates = 0
         valid_sent: list[FuzzInput] = []
-        sentinel = f"fuzz-sentinel-{seed}-{rng.randrange(1 << 30):x}"
-        async with aiomqtt.Client(
-            self.broker.host, self.broker.port, identifier=f"fuzzer-{sentinel}",
-            protocol=aiomqtt.ProtocolVersion.V5,
-        ) as client:  # fmt: skip
-            for i, item in enumerate(fuzzer.inputs(count, time.time())):
-                if i % 150 == 0:
-                    await client.publish(
-                        topics.sim_tap, b"{}", qos=1
-                    )  # wake it if a [sleep] tag put it to sleep
-                if i % barrier_every == barrier_every - 1:
-                    # Keep the broker's per-client queue (mosquitto max_queued_messages, default 1000)
-                    # from overflowing: wait until the daemon has answered everything so far.
-                    barrier = f"{sentinel}-b{i}"
-                    await client.publish(topics.command, _unknown(barrier), qos=1)
-                    await self.harness.wait_for("command_rejected", timeout=120, command=barrier)
-                await client.publish(channel_topic[item.channel], item.payload, qos=1)
-                sent.append(item)
-                if item.command is not None:
-                    valid_sent.append(item)
-                    if rng.random() < duplicate_ratio:
-                        await client.publish(topics.command, item.payload, qos=1)  # same id: runs once
-                        duplicates += 1
-            await client.publish(topics.command, _unknown(sentinel), qos=1)
-            await self.harness.wait_for("command_rejected", timeout=120 + count / 20, command=sentinel)
-            await client.publish(
-                topics.command, json.dumps({"v": 1, "type": "stop", "id": sentinel + "-stop"}).encode(), qos=1
-            )
-        await asyncio.sleep(2.0)  # the stop's interrupted finishes
-        self.report.faults["fuzzed input"] += len(sent) + duplicates
-        problems = self._check_fuzz(sent, valid_sent, sentinel)
+        for i, item in enumerate(inputs):
+            if i % 150 == 0:
+                await client.publish(topics.sim_tap, b"{}", qos=1)  # wake it if a [sleep] tag put it to sleep
+            if i % barrier_every == barrier_every - 1:
+                # Keep the broker's per-client queue (mosquitto max_queued_messages, default 1000)
+                # from overflowing: wait until the daemon has answered everything so far.
+                barrier = f"{sentinel}-b{i}"
+                await client.publish(topics.command, _unknown(barrier), qos=1)
+                await self.harness.wait_for("command_rejected", timeout=120, command=barrier)
+            await client.publish(channel_topic[item.channel], item.payload, qos=1)
+            sent.append(item)
+            if item.command is not None:
+                valid_sent.append(item)
+                if rng.random() < duplicate_ratio:
+                    await client.publish(topics.command, item.payload, qos=1)  # same id: runs once
+                    duplicates += 1
+        return sent, valid_sent, duplicates
+
+    async def _end_fuzz(self, client: aiomqtt.Client, sentinel: str, count: int) -> None:
+        """Wait until the daemon has answered every input (its answer to ``sentinel``), then stop."""
+        topics = self.harness.topics
+        await client.publish(topics.command, _unknown(sentinel), qos=1)
+        await self.harness.wait_for("command_rejected", timeout=120 + count / 20, command=sentinel)
+        await client.publish(
+            topics.command, json.dumps({"v": 1, "type": "stop", "id": sentinel + "-stop"}).encode(), qos=1
+        )
+
+    def _count_fuzz(self, sent: list[FuzzInput], valid_sent: list[FuzzInput], duplicates: int) -> None:
+        """Add what was sent to the report's fuzz counts."""
         c = self.report.fuzz
         c["sent"] += len(sent) + duplicates
         c["malformed"] += sum(1 for item in sent if item.malformed)
@@ -244,17 +271,28 @@ class FaultRunner:
         c["duplicates re-sent"] += duplicates
         c["commands"] += sum(1 for item in sent if item.channel == "command")
         c["sim inputs"] += sum(1 for item in sent if item.channel != "command")
-        self.report.runs += 1
-        self.report.violations.extend(problems)
-        return problems
 
     def _check_fuzz(self, sent: list[FuzzInput], valid: list[FuzzInput], sentinel: str) -> list[str]:
-        problems: list[str] = []
+        """What the daemon's answers to the fuzzed inputs (and the daemon itself) got wrong."""
         events, _ = dedupe_redeliveries(self.harness.since())
         rejections = [
             ev for ev in events if ev.type == "command_rejected" and not str(ev.command).startswith(sentinel)
         ]
         valid_ids = {item.command.id for item in valid if item.command is not None}
+        problems = self._check_malformed(sent, rejections, valid_ids)
+        per_id = Counter(ev.command for ev in rejections if ev.command in valid_ids)
+        problems += [f"command {cid} rejected {n} times" for cid, n in per_id.items() if n > 1]
+        reasons = {ev.command: ev.reason for ev in rejections if ev.command in valid_ids}
+        finished = {ev.say for ev in events if ev.type == "playback_finished"}
+        problems += self._check_valid(valid, reasons, finished)
+        problems += self._check_survived()
+        return problems
+
+    def _check_malformed(
+        self, sent: list[FuzzInput], rejections: list[CommandRejectedEvent], valid_ids: set[str]
+    ) -> list[str]:
+        """Each malformed input answered, in order, by one rejection with a malformed reason and detail."""
+        problems: list[str] = []
         answered = [ev for ev in rejections if ev.command not in valid_ids]
         malformed = [item for item in sent if item.malformed]
         self.report.fuzz["rejected malformed"] += len(answered)
@@ -267,10 +305,13 @@ class FaultRunner:
                 problems.append(
                     f"malformed {item.channel} {item.payload[:60]!r} answered by {ev.reason}: {ev.detail!r}"
                 )
-        per_id = Counter(ev.command for ev in rejections if ev.command in valid_ids)
-        problems += [f"command {cid} rejected {n} times" for cid, n in per_id.items() if n > 1]
-        reasons = {ev.command: ev.reason for ev in rejections if ev.command in valid_ids}
-        finished = {ev.say for ev in events if ev.type == "playback_finished"}
+        return problems
+
+    def _check_valid(
+        self, valid: list[FuzzInput], reasons: Mapping[str, str], finished: set[str]
+    ) -> list[str]:
+        """Expired commands rejected and not played, other says played or rejected, settings applied."""
+        problems: list[str] = []
         sent_at = time.time()
         expected: dict[str, Any] = {}
         executed = 0
@@ -300,12 +341,22 @@ class FaultRunner:
             elif cmd.type == "config" and cmd.volume is not None:
                 expected["volume"] = cmd.volume
         self.report.fuzz["says executed"] += executed
+        return problems + self._check_settings(expected)
+
+    def _check_settings(self, expected: dict[str, Any]) -> list[str]:
+        """The device's status shows the settings the last valid commands set."""
+        problems: list[str] = []
         status = self.harness.status
         for key, value in expected.items():
             if status is None or getattr(status, key) != value:
                 problems.append(
                     f"after fuzzing status {key}={getattr(status, key, None)!r}, last valid command set {value!r}"
                 )
+        return problems
+
+    def _check_survived(self) -> list[str]:
+        """The daemon still runs, logged no traceback, and no payload created ``PWNED_MARKER``."""
+        problems: list[str] = []
         if not self.daemon.running:
             problems.append("daemon died during fuzzing")
         tracebacks = self.daemon.count("Traceback")
