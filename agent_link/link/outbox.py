@@ -8,6 +8,7 @@ import logging
 import sqlite3
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -96,7 +97,7 @@ class Outbox:
 
     ``append`` assigns ``seq`` (1, 2, 3, ... within this ``boot``; it continues if the outbox is
     reopened with the same boot) and a stable id ``{device}-{boot}-{seq}``, validates the event and
-    commits it to disk before returning. ``pending`` lists unacknowledged events of every boot,
+    commits it to disk before returning (``append_all``: a batch in one commit). ``pending`` lists unacknowledged events of every boot,
     oldest first; ``ack`` deletes one. At most ``max_events`` are kept: beyond that the oldest are
     dropped (and logged), so a long outage cannot fill the disk.
     """
@@ -143,22 +144,38 @@ class Outbox:
 
         Raises :class:`OutboxError` if it cannot be stored (then the ``seq`` is not consumed).
         """
+        return self.append_all([body])[0]
+
+    def append_all(self, bodies: Sequence[EventBody]) -> list[Event]:
+        """:meth:`append` each of ``bodies``, numbered in order, stored in one transaction (group
+        commit: one fsync for the batch); return the events.
+
+        All or nothing: :class:`OutboxError` if they cannot be stored (then no ``seq`` is consumed).
+        While the storage takes no writes they are kept in memory, like a single event. Other readers
+        (:meth:`pending`) wait for the lock, so they see the batch only once it is on disk.
+        """
         with self._lock:
-            seq = self._last_seq + 1
-            event = body.to_event(id=f"{self.device_id}-{self.boot}-{seq}", boot=self.boot, seq=seq)
+            first = self._last_seq + 1
+            events = [
+                body.to_event(id=f"{self.device_id}-{self.boot}-{seq}", boot=self.boot, seq=seq)
+                for seq, body in enumerate(bodies, start=first)
+            ]
+            if not events:
+                return events
             if self.fault is not None and not self._recover():
-                return self._hold(event)
+                return [self._hold(event) for event in events]
             try:
                 self._db.execute("BEGIN IMMEDIATE")
                 try:
-                    self._db.execute(
+                    self._db.executemany(
                         "INSERT INTO events (id, boot, seq, payload) VALUES (?, ?, ?, ?)",
-                        (event.id, self.boot, seq, event.encode()),
+                        [(e.id, self.boot, e.seq, e.encode()) for e in events],
                     )
                     self._db.execute(
-                        "INSERT OR REPLACE INTO boot_seq (boot, last_seq) VALUES (?, ?)", (self.boot, seq)
+                        "INSERT OR REPLACE INTO boot_seq (boot, last_seq) VALUES (?, ?)",
+                        (self.boot, events[-1].seq),
                     )
-                    dropped = self._trim(self._count + 1)
+                    dropped = self._trim(self._count + len(events))
                     self._db.execute("COMMIT")
                 except BaseException:
                     with contextlib.suppress(sqlite3.Error):  # SQLite may have rolled back already
@@ -167,13 +184,14 @@ class Outbox:
             except sqlite3.Error as err:
                 if is_storage_fault(err):
                     self._enter_fault(err)
-                    return self._hold(event)
-                raise OutboxError(f"cannot store {event.type} event in outbox {self.path}: {err}") from err
-            self._last_seq = seq
-            self._count += 1 - dropped
+                    return [self._hold(event) for event in events]
+                what = events[0].type if len(events) == 1 else f"{len(events)} events"
+                raise OutboxError(f"cannot store {what} in outbox {self.path}: {err}") from err
+            self._last_seq = events[-1].seq
+            self._count += len(events) - dropped
         if dropped:
             _LOGGER.warning("Outbox full (%d events): dropped the %d oldest", self.max_events, dropped)
-        return event
+        return events
 
     def _trim(self, count: int) -> int:
         excess = count - self.max_events

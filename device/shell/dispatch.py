@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
 from agent_link.link.outbox import Outbox, OutboxError
+from agent_link.protocol.event_messages import Event, EventBody
 from audio.events import AudioDeviceProblem, VisemeCue
 from device.core.actions import (
     Action,
@@ -27,6 +28,7 @@ from device.core.actions import (
     OpenRecord,
     PlayVisemes,
     Publish,
+    Record,
     ReleaseSpeech,
     SaveSettings,
     ScheduleTimer,
@@ -93,7 +95,12 @@ Step = Callable[[A], Awaitable[None] | None]
 
 
 class Dispatch:
-    """Executes the core's actions on the parts, in order; ``put`` feeds events back (timers, failures)."""
+    """Executes the core's actions on the parts, in order; ``put`` feeds events back (timers, failures).
+
+    ``Publish`` is the exception to "at once": its event is queued for a group commit of the outbox
+    off the loop (:meth:`flush` waits for it); the link sees it, and its record is closed, only once
+    it is on disk.
+    """
 
     def __init__(
         self,
@@ -114,6 +121,9 @@ class Dispatch:
         self.transcriber: TranscriberPart | None = None
         self.face: FacePart | None = None
         self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._to_store: list[Publish] = []
+        """Events published since the last commit started, in order (the next group commit's)."""
+        self._committer: asyncio.Task[None] | None = None
         self._lanes: dict[str, asyncio.Task[None]] = {}
         """The last task of each slow part (microphone, voice): they run in order, off the control path."""
         self._table: dict[type[Any], Step[Any]] = {}
@@ -204,22 +214,78 @@ class Dispatch:
 
     # ---- actions --------------------------------------------------------------------------------------
     def _publish(self, action: Publish) -> None:
-        body = action.body
-        try:
-            event = self.outbox.append(body)
-        except OutboxError as err:
-            _LOGGER.error(
-                "Event %s NOT stored (outbox: %s): %s", type(body).__name__, err, _short(body.model_dump())
+        """Queue the event for the next group commit (off the loop: :meth:`_store_batches`)."""
+        self._to_store.append(action)
+        if self._committer is None:
+            self._committer = asyncio.get_running_loop().create_task(
+                self._store_batches(), name="outbox: group commit"
             )
-            return
-        _LOGGER.info(
-            "→ %s #%d %s", event.type, event.seq, _short(body.model_dump(exclude={"v", "type", "ts"}))
-        )
-        self.link.notify_outbox()
-        if action.closes is not None:
+
+    async def flush(self) -> None:
+        """Wait until every event published so far is stored (shutdown: before the link's last flush
+        and the outbox's close)."""
+        while self._committer is not None:
+            await asyncio.shield(self._committer)
+
+    async def _store_batches(self) -> None:
+        """Store the events queued while the previous commit ran, in one transaction (one fsync) in a
+        worker thread, in the order they were published; then, on the loop, log them, wake the link
+        and close the records they close."""
+        try:
+            while self._to_store:
+                batch, self._to_store = self._to_store, []
+                try:
+                    stored = await asyncio.to_thread(self._store, [a.body for a in batch])
+                except Exception as err:  # a bug: logged like a storage failure, the loop goes on
+                    _LOGGER.exception("Storing %d events failed", len(batch))
+                    stored = [OutboxError(str(err))] * len(batch)
+                try:
+                    self._published(batch, stored)
+                except Exception:
+                    _LOGGER.exception("Handing on %d stored events failed", len(batch))
+        finally:
+            self._committer = None
+
+    def _store(self, bodies: list[EventBody]) -> list[Event | OutboxError]:
+        """The batch in one commit (worker thread); if that fails (a full disk), one at a time: as
+        many as can be stored, in order, as when each had its own commit."""
+        try:
+            return list(self.outbox.append_all(bodies))
+        except OutboxError as err:
+            if len(bodies) == 1:
+                return [err]
+        results: list[Event | OutboxError] = []
+        for body in bodies:
+            try:
+                results.append(self.outbox.append(body))
+            except OutboxError as err:
+                results.append(err)
+        return results
+
+    def _published(self, batch: list[Publish], stored: list[Event | OutboxError]) -> None:
+        """Back on the loop after a commit: log each event, wake the link, close the records."""
+        closes: list[Record] = []
+        for action, event in zip(batch, stored, strict=True):
+            body = action.body
+            if isinstance(event, OutboxError):
+                _LOGGER.error(
+                    "Event %s NOT stored (outbox: %s): %s",
+                    type(body).__name__,
+                    event,
+                    _short(body.model_dump()),
+                )
+                continue  # its record stays open for the next boot
+            _LOGGER.info(
+                "→ %s #%d %s", event.type, event.seq, _short(body.model_dump(exclude={"v", "type", "ts"}))
+            )
+            if action.closes is not None:
+                closes.append(action.closes)
+        if not all(isinstance(event, OutboxError) for event in stored):
+            self.link.notify_outbox()
+        for record in closes:
             # After the link task had its turn (it was woken first): the event goes out before the
             # record's fsync'd rewrite (2-8 ms measured on the stop's path), not behind it.
-            asyncio.get_running_loop().call_soon(self.records.close, action.closes.kind, action.closes.id)
+            asyncio.get_running_loop().call_soon(self.records.close, record.kind, record.id)
 
     def _stop_speaking(self, action: StopSpeaking) -> None:
         self._speaker().stop()

@@ -211,12 +211,15 @@ class SimDevice:
         self._tasks = [asyncio.create_task(self.link.run()), asyncio.create_task(self._loop())]
 
     async def close(self) -> None:
-        """Disconnect cleanly (offline status), stop the loop, close the databases."""
+        """Store the events published so far, disconnect cleanly (offline status), stop the loop,
+        close the databases."""
+        await self.dispatch.flush()
         with contextlib.suppress(Exception):
             await self.link.shutdown(self._status_message(False), flush_timeout=2.0)
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.dispatch.flush()
         self.dispatch.close()
         self.outbox.close()
         self.gate.store.close()

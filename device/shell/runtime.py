@@ -287,13 +287,15 @@ class Runtime:
         return 2
 
     async def _close_link_and_parts(self, server: FaceWebServer | None) -> None:
-        """Leave the broker the offline status, end every task, close button, face, outbox and
-        the face page."""
+        """Store the events published so far, leave the broker the offline status (the link's last
+        flush sends them), end every task, close button, face, outbox and the face page."""
+        await self.dispatch.flush()
         with contextlib.suppress(Exception):
             await self.link.shutdown(self._status_message(online=False), flush_timeout=3.0)
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.dispatch.flush()  # what a cancelled task published: on disk for the next boot
         for closer in (self.button.close, self.face.close, self.outbox.close):
             with contextlib.suppress(Exception):
                 closer()

@@ -86,6 +86,47 @@ def test_outbox_disk_full_is_outbox_error(tmp_path: Path) -> None:
     assert box.last_seq == stored
 
 
+def _statements(box: Outbox) -> list[str]:
+    """The SQL statements the outbox's connection runs from now on (SQLite's trace callback)."""
+    seen: list[str] = []
+    box._db.set_trace_callback(seen.append)
+    return seen
+
+
+def test_a_batch_is_numbered_in_order_and_stored_by_one_commit(tmp_path: Path) -> None:
+    box = Outbox(tmp_path / "o.db", "dev", 2)
+    box.append(TapBody(source="sim", ts=0.0))
+    statements = _statements(box)
+    events = box.append_all([SpeechStartedBody(utterance=f"u{i}", ts=float(i)) for i in range(1, 6)])
+    assert [(e.seq, e.ts) for e in events] == [(i + 1, float(i)) for i in range(1, 6)]
+    assert statements.count("BEGIN IMMEDIATE") == 1 and statements.count("COMMIT") == 1
+    assert box.append_all([]) == [] and box.last_seq == 6 and len(box) == 6
+    box.close()
+    again = Outbox(tmp_path / "o.db", "dev", 2)  # on disk: seq continues after the batch
+    assert [decode_event(p).seq for _, p in again.pending(10)] == [1, 2, 3, 4, 5, 6]
+    assert again.append(TapBody(source="sim", ts=9.0)).seq == 7
+
+
+def test_a_batch_that_does_not_fit_stores_nothing_and_consumes_no_seq(tmp_path: Path) -> None:
+    box = Outbox(tmp_path / "o.db", "dev", 1)
+    box.append(TapBody(source="sim", ts=1.0))
+    (pages,) = box._db.execute("PRAGMA page_count").fetchone()
+    box._db.execute(f"PRAGMA max_page_count={pages + 2}")  # room for a little, not for the batch
+    big = [UtteranceFailedBody(utterance="u", reason="stt_error", detail="x" * 3000, ts=2.0)] * 20
+    with pytest.raises(OutboxError, match=r"cannot store 20 events.*full"):
+        box.append_all(big)
+    assert len(box) == 1 and box.last_seq == 1  # all or nothing: the first event stays, alone
+    assert box.append(TapBody(source="sim", ts=3.0)).seq == 2
+    assert [decode_event(p).seq for _, p in box.pending(10)] == [1, 2]
+
+
+def test_a_batch_beyond_the_bound_drops_the_oldest(tmp_path: Path) -> None:
+    box = Outbox(tmp_path / "o.db", "dev", 1, max_events=3)
+    box.append(TapBody(source="sim", ts=0.0))
+    box.append_all([TapBody(source="sim", ts=float(i)) for i in range(1, 5)])
+    assert [decode_event(p).seq for _, p in box.pending(10)] == [3, 4, 5] and len(box) == 3
+
+
 def test_outbox_unusable_path_is_outbox_error(tmp_path: Path) -> None:
     (tmp_path / "a-directory").mkdir()
     with pytest.raises(OutboxError, match="cannot open outbox"):

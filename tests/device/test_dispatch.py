@@ -149,11 +149,13 @@ async def test_a_record_is_closed_only_once_its_closing_event_is_stored(tmp_path
     dispatch.speaker = speaker
     body = TapBody(source="sim", ts=1.0)
     await dispatch.execute([OpenRecord("replies", "r1"), Publish(body, closes=Record("replies", "r1"))])
-    assert records.log == [("open", "replies", "r1")] and link.notified == 1  # the link goes first ...
-    await asyncio.sleep(0)
+    assert records.log == [("open", "replies", "r1")] and link.notified == 0  # queued, not yet stored
+    await dispatch.flush()
+    assert len(outbox) == 1 and link.notified == 1  # stored, then the link goes first ...
     assert records.log == [("open", "replies", "r1"), ("close", "replies", "r1")]  # ... then the record
     outbox.close()  # the outbox cannot store any more: the record stays open for the next boot
     await dispatch.execute([OpenRecord("replies", "r2"), Publish(body, closes=Record("replies", "r2"))])
+    await dispatch.flush()
     assert records.log[-1] == ("open", "replies", "r2") and link.notified == 1
     await dispatch.execute([ReleaseSpeech("r1")])
     assert speaker.calls == ["release r1"]

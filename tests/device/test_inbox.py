@@ -128,6 +128,7 @@ async def _burst_then_stop(device: SimDevice) -> list[tuple[str, str | None]]:
     finally:
         loop.cancel()
         await asyncio.gather(loop, return_exceptions=True)
+    await device.dispatch.flush()
     events = [json.loads(payload) for _, payload in device.outbox.pending()]
     device.dispatch.close()
     device.outbox.close()

@@ -185,6 +185,7 @@ async def test_outbox_disk_full_is_reported_and_the_device_keeps_serving(
                         raise OutboxError("cannot store event in outbox: database or disk is full")
 
                     monkeypatch.setattr(rt.outbox, "append", full)
+                    monkeypatch.setattr(rt.outbox, "append_all", full)  # the dispatch's group commit
                 for i in range(40):  # enough events to need new pages in the database and its WAL
                     await harness.sim_text(f"message number {i} " + "x" * 200)
                 for _ in range(100):

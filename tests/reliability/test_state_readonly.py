@@ -21,10 +21,13 @@ from agent_link.link.command_ids import REOPEN_INTERVAL_S, CommandIdStore
 from agent_link.link.outbox import Outbox
 from agent_link.protocol.event_messages import TapBody
 from agent_link.protocol.messages import StatusMessage, decode_event
+from device.core.actions import Publish, Record
 from device.core.state import Settings
 from device.persistence import StateDir
+from device.shell.dispatch import Dispatch
 from face.state import FaceState
 from tests.broker import Mosquitto
+from tests.device.test_dispatch import Link, NoSettings, Records
 from tests.reliability.inprocess import RunningDaemon, sim_config
 from tests.reliability.readonly_fs import FailingDisk, available
 
@@ -69,6 +72,35 @@ def test_outbox_keeps_events_in_memory_while_read_only_and_writes_them_back(
     box.close()
     reopened = Outbox(disk.mountpoint / "outbox.sqlite3", "dev", 3)
     assert _seqs(reopened) == [3, 5, 6, 7] and reopened.last_seq == 7  # on disk, seq continues
+    reopened.close()
+
+
+async def test_a_group_commit_that_meets_the_fault_keeps_its_batch_in_memory_in_order(
+    disk: FailingDisk, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The dispatch's group commit hits the read-only card: the batch is kept in memory, numbered in
+    publish order after what is on disk, the link woken and the record closed as for one append; after
+    the repair the next commit writes it all back."""
+    monkeypatch.setattr(outbox_module, "RECOVERY_INTERVAL_S", 0.0)
+    box = Outbox(disk.mountpoint / "outbox.sqlite3", "dev", 3)
+    records, link = Records(), Link()
+    dispatch = Dispatch(put=lambda _: None, outbox=box, link=link, records=records, settings=NoSettings())
+    await dispatch.execute([Publish(TapBody(source="sim", ts=float(i))) for i in (1, 2)])
+    await dispatch.flush()
+    disk.fail()
+    batch = [Publish(TapBody(source="sim", ts=float(i))) for i in (3, 4, 5)]
+    await dispatch.execute([*batch, Publish(TapBody(source="sim", ts=6.0), closes=Record("replies", "r1"))])
+    await dispatch.flush()
+    assert box.fault is not None and _seqs(box) == [1, 2, 3, 4, 5, 6] and box.last_seq == 6
+    assert [decode_event(p).ts for _, p in box.pending(1000)] == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    assert link.notified == 2 and records.log == [("close", "replies", "r1")]
+    disk.repair()
+    await dispatch.execute([Publish(TapBody(source="sim", ts=7.0))])
+    await dispatch.flush()
+    assert box.fault is None and _seqs(box) == [1, 2, 3, 4, 5, 6, 7]
+    box.close()
+    reopened = Outbox(disk.mountpoint / "outbox.sqlite3", "dev", 3)
+    assert _seqs(reopened) == [1, 2, 3, 4, 5, 6, 7] and reopened.last_seq == 7
     reopened.close()
 
 
