@@ -566,6 +566,8 @@ class WerFigures:
 
     errors: dict[str, int] = field(default_factory=lambda: dict.fromkeys(WER_VIEWS, 0))
     words: int = 0
+    duck_db: float = HearingSettings().duck_db
+    """The depth of the "ducked" and "gated" views (``hearing.duck_db``)."""
 
     def add(self, other: WerFigures) -> None:
         """Pool ``other`` (another set of replies) into these."""
@@ -585,17 +587,21 @@ def run_wer(
     rooms: int,
     settings: HearingSettings,
     stt: Transcriber,
+    other_ducks: tuple[float, ...] = (),
 ) -> WerFigures:
     """Word errors of a recorded sentence spoken over replies (the first one heard before it), in
-    each of ``WER_VIEWS``, transcribed by ``stt`` (loaded)."""
+    each of ``WER_VIEWS`` and ducked by each of ``other_ducks``, transcribed by ``stt`` (loaded)."""
     from audio.hearing.wer import reference_words, word_errors
 
     figures = WerFigures()
     _, text = sentence
     room_list = [c for c in conditions() if c.echo_db >= -6.0][:: max(1, 24 // max(1, rooms))][:rooms]
     for k, cond in enumerate(room_list):
-        for view, signal in _wer_views(replies, sentence, user_db, k, cond, settings).items():
-            figures.errors[view] += word_errors(text, stt.transcribe(signal).text)
+        views = _wer_views(replies, sentence, user_db, k, cond, settings, other_ducks)
+        for view, signal in views.items():
+            figures.errors[view] = figures.errors.get(view, 0) + word_errors(
+                text, stt.transcribe(signal).text
+            )
         figures.words += reference_words(text)
     return figures
 
@@ -609,6 +615,22 @@ def _whisper() -> Transcriber:
     return stt
 
 
+def duck_view(db: float) -> str:
+    """The WER view of the reply ducked by ``db`` (a depth other than the device's ``duck_db``)."""
+    return f"ducked {db:g} dB"
+
+
+def duck_depths(text: str) -> tuple[float, ...]:
+    """``--duck-db``: comma-separated depths in dB, each in -60..0 (``hearing.duck_db``'s range)."""
+    try:
+        depths = tuple(float(part) for part in text.split(",") if part.strip())
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"not a list of dB values: {text!r}") from err
+    if not depths or any(not -60.0 <= db <= 0.0 for db in depths):
+        raise argparse.ArgumentTypeError(f"depths must be in -60..0 dB: {text!r}")
+    return depths
+
+
 def _wer_views(
     replies: list[Reply],
     sentence: tuple[FloatArray, str],
@@ -616,9 +638,11 @@ def _wer_views(
     k: int,
     cond: Condition,
     settings: HearingSettings,
+    other_ducks: tuple[float, ...] = (),
 ) -> dict[str, FloatArray]:
     """The user's span (from 0.25 s before their sentence to 0.25 s after) in each of ``WER_VIEWS``,
-    in room ``cond``, the replies from the ``k``-th on."""
+    and ducked by each of ``other_ducks`` (``duck_view``), in room ``cond``, the replies from the
+    ``k``-th on."""
     audio, _ = sentence
     order = [replies[(k + j) % len(replies)] for j in range(len(replies))]
     far = np.concatenate([r.audio for r in order])
@@ -634,27 +658,28 @@ def _wer_views(
         for t in starts(over, mic, far16, DEVICE_GUARD, settings, lead, delay_ms=cond.delay_ms)
         if t * RATE >= trial.at
     ]
-    ducked_far = duck(trial.far, trial.rate, found[0] if found else None, settings.duck_db)
-    ducked_mic = trial.mic(ducked_far, seed=300 + k)[0]
-    ducked, _ = cancel(ducked_far, trial.rate, ducked_mic, options)
-    block = settings.sample_rate * settings.block_ms // 1000
-    gated = gate_residual(
-        ducked_mic,
-        ducked,
-        far_at_16k(ducked_far, trial.rate, len(ducked_mic)),
-        block,
-        parse_guard(DEVICE_GUARD),
-        int(cond.delay_ms),
-    )
     span = slice(trial.at - RATE // 4, trial.at + len(trial.user) + RATE // 4)
     quiet = np.zeros(RATE // 4, np.float32)
     alone = np.concatenate([quiet, trial.user, quiet])
-    return {
-        "alone": alone + _noise(len(alone), seed=400 + k),
-        "ducked": ducked[span],
-        "gated": gated[span],
-        "over": over[span],
-    }
+    views = {"alone": alone + _noise(len(alone), seed=400 + k), "over": over[span]}
+    for db in (settings.duck_db, *other_ducks):
+        ducked_far = duck(trial.far, trial.rate, found[0] if found else None, db)
+        ducked_mic = trial.mic(ducked_far, seed=300 + k)[0]
+        ducked, _ = cancel(ducked_far, trial.rate, ducked_mic, options)
+        if db != settings.duck_db:
+            views[duck_view(db)] = ducked[span]
+            continue
+        block = settings.sample_rate * settings.block_ms // 1000
+        gated = gate_residual(
+            ducked_mic,
+            ducked,
+            far_at_16k(ducked_far, trial.rate, len(ducked_mic)),
+            block,
+            parse_guard(DEVICE_GUARD),
+            int(cond.delay_ms),
+        )
+        views["ducked"], views["gated"] = ducked[span], gated[span]
+    return views
 
 
 def _pct(values: list[float | None], within: float) -> float:
@@ -731,6 +756,12 @@ def _print_wer(wer: WerFigures) -> None:
         f"transcribes it; the same through the residual-echo gate (the VAD's view) {pts('gated')}; "
         f"not ducked {pts('over')}"
     )
+    others = [view for view in wer.errors if view not in WER_VIEWS]
+    if others:
+        print(
+            f"the reply ducked by {wer.duck_db:g} dB (hearing.duck_db) and by other depths: "
+            + "; ".join(f"{view} {pts(view)}" for view in ["ducked", *others])
+        )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -740,7 +771,8 @@ def main(args: argparse.Namespace) -> int:
     clips = _user_clips(Path(args.speech))
     echo: EchoFigures | None = None
     barge: BargeInFigures | None = None
-    wer: WerFigures | None = None if args.no_wer else WerFigures()
+    wer: WerFigures | None = None if args.no_wer else WerFigures(duck_db=settings.duck_db)
+    other_ducks = tuple(db for db in args.duck_db if db != settings.duck_db)
     sentence = None if args.no_wer else _sentence(Path(args.speech))
     stt = None if args.no_wer else _whisper()
     for _ in range(args.sets):  # Piper samples its durations: every set is other replies
@@ -753,7 +785,7 @@ def main(args: argparse.Namespace) -> int:
             echo.add(echo_set)
             barge.add(barge_set)
         if wer is not None and sentence is not None and stt is not None:
-            wer.add(run_wer(replies, sentence, args.user_db, args.wer_rooms, settings, stt))
+            wer.add(run_wer(replies, sentence, args.user_db, args.wer_rooms, settings, stt, other_ducks))
     assert echo is not None and barge is not None  # args.sets >= 1
     if args.sets > 1:
         print(f"\n{args.sets} sets of replies, synthesised afresh, pooled")
@@ -796,6 +828,13 @@ def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction)
         "variant (vad, residual, gate, strict, strict+gate) with strict<ms> (the start's speech), "
         "/<n>dB (the gate's margin), @<ms> (the reply-onset window), ~<n> (the most dB the canceller "
         "may have removed from a user's frame), -tail (no tail rule)",
+    )
+    b.add_argument(
+        "--duck-db",
+        type=duck_depths,
+        default=(),
+        help="other depths to duck the reply by in the WER check, comma-separated dB (e.g. -20,-30), "
+        f"beside hearing.duck_db ({HearingSettings().duck_db:g})",
     )
     b.add_argument("--no-wer", action="store_true", help="skip the WER check (no Whisper)")
     b.add_argument("--speech", default=str(SPEECH_DIR), help=f"recorded speech set (default {SPEECH_DIR})")

@@ -77,7 +77,15 @@ def test_full_duplex_is_off_by_default() -> None:
     s = HearingSettings()
     s.validate()
     assert s.echo_cancellation == "off" and s.half_duplex
-    assert s.barge_in_speech_ms == 120 and s.duck_db == -12.0
+    assert s.barge_in_speech_ms == 120 and s.duck_db == -18.0
+
+
+def test_the_core_ducks_by_the_settings_default() -> None:
+    """The core's rules and the hearing settings agree on the ducking depth when nothing is set (the
+    runtime passes ``hearing.duck_db`` on; a rule built without it must not duck by another depth)."""
+    from device.core.rules import Rules
+
+    assert Rules().duck_db == HearingSettings().duck_db
 
 
 def _pause(guard: EchoGuard, raws: list[float], clean_under_raw: float = 1.0) -> list[bool]:

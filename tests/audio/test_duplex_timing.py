@@ -251,6 +251,55 @@ def test_the_wer_check_pools_its_sets_and_ducks_by_the_devices_guard(
     assert "(the VAD's view) 18.2 % (+15.9 points)" in out and "not ducked 95.5 %" in out
 
 
+def test_the_wer_check_prints_other_duck_depths_beside_the_devices(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--duck-db``: each other depth is a view of its own, pooled like the rest and printed beside
+    the device's depth; the device's depth is not run twice; a depth outside ``hearing.duck_db``'s
+    range is refused."""
+    import argparse
+
+    from audio.tools.bench_duplex import (
+        BargeInFigures,
+        EchoFigures,
+        WerFigures,
+        duck_view,
+        print_tables,
+        register,
+    )
+
+    pooled = WerFigures(
+        {"alone": 1, "ducked": 6, "gated": 8, "over": 40, duck_view(-30.0): 2}, 22, duck_db=-12.0
+    )
+    pooled.add(WerFigures({"alone": 1, "ducked": 4, "gated": 2, "over": 40, duck_view(-30.0): 0}, 22))
+    assert pooled.errors[duck_view(-30.0)] == 2 and pooled.words == 44
+    print_tables(
+        EchoFigures({"full": [45.0]}, {("full", "gate"): 0}, 100, [0.1]),
+        BargeInFigures({"gate": [0.2]}, {"gate": 0}),
+        pooled,
+    )
+    out = capsys.readouterr().out
+    assert (
+        "ducked by -12 dB (hearing.duck_db) and by other depths: ducked 22.7 % (+18.2 points); ducked -30 dB 4.5 % (+0.0 points)"
+        in out
+    )
+    print_tables(
+        EchoFigures({"full": [45.0]}, {("full", "gate"): 0}, 100, [0.1]),
+        BargeInFigures({"gate": [0.2]}, {"gate": 0}),
+        WerFigures(),
+    )
+    assert "other depths" not in capsys.readouterr().out  # none asked for: the line is left out
+
+    parser = argparse.ArgumentParser()
+    bench = parser.add_subparsers().add_parser("bench").add_subparsers()
+    register(bench, bench)
+    assert parser.parse_args(["bench", "duplex", "--duck-db=-20,-30"]).duck_db == (-20.0, -30.0)
+    assert parser.parse_args(["bench", "duplex"]).duck_db == ()
+    for bad in ("-70", "6", "loud"):
+        with pytest.raises(SystemExit):
+            parser.parse_args(["bench", "duplex", f"--duck-db={bad}"])
+
+
 def test_the_bench_takes_at_least_one_set_of_replies() -> None:
     import argparse
 

@@ -48,7 +48,7 @@ class Rules:
     """Voice per language (``speaking.voices``); a language not listed is spoken by ``default_voice``."""
     default_voice: str = ""
     """``speaking.voice``: "" = the packaged voice."""
-    duck_db: float = -12.0
+    duck_db: float = -18.0
     """Level of the replies while the user speaks over them, in dB (``hearing.duck_db``; 0 = none)."""
     duck_hold_s: float = 1.0
     """How long the replies stay ducked after the barge-in utterance ends, in seconds
