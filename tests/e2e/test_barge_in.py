@@ -36,6 +36,7 @@ pytestmark = pytest.mark.alone  # `make test` runs it after the rest, with the m
 
 FRAME_S = 0.02
 DUCK_HOLD_S = HearingSettings().duck_hold_ms / 1000.0
+DUCK_DB = HearingSettings().duck_db
 
 
 @pytest.fixture(scope="module")
@@ -164,4 +165,5 @@ async def test_barge_in_over_a_long_reply_is_heard_and_ducks_it(
     assert before - ducked >= 6.0, f"not ducked: {before:.1f} dB before, {ducked:.1f} dB over the user"
     # The reply's own loudness differs by ±4-7 dB between 1 s spans, so "back to full volume" is read
     # off the gain the sink rendered each span at (the WAV's gain file), not off the speech levels.
-    assert ducked_gain <= -10.0 and after_gain >= -0.5, (ducked_gain, after_gain)
+    # Rendered at the configured depth while the user spoke (the median frame: the ramps are short).
+    assert ducked_gain <= DUCK_DB + 2.0 and after_gain >= -0.5, (ducked_gain, DUCK_DB, after_gain)
