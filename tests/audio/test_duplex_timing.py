@@ -337,3 +337,21 @@ def test_the_bench_runs_the_guards_it_is_given(capsys: pytest.CaptureFixture[str
     header = next(i for i, line in enumerate(lines) if line.startswith("guard"))
     rows = [line.split()[0] for line in lines[header + 1 : header + 3]]
     assert rows == list(chosen)
+
+
+def test_each_duck_depth_is_its_own_view_of_the_same_trial() -> None:
+    """``_wer_views`` with another depth: one more view, of the same span, ducked from the same
+    detected start by that depth (not the device's), beside the device's ducked and gated views."""
+    from audio.hearing.settings import HearingSettings
+    from audio.tools.bench_duplex import _sentence, _wer_views, conditions, duck_view, synthesise_replies
+    from tests.audio.conftest import HEARING_SPEECH_DIR
+
+    replies = synthesise_replies(2)
+    room = next(c for c in conditions() if c.echo_db == 0.0 and c.delay_ms == 40.0)
+    settings = HearingSettings()
+    views = _wer_views(replies, _sentence(HEARING_SPEECH_DIR), -6.0, 0, room, settings, (-40.0,))
+    assert set(views) == {"alone", "over", "ducked", "gated", duck_view(-40.0)}
+    assert len({len(v) for k, v in views.items() if k != "alone"}) == 1  # the same span of the trial
+    # The reply was ducked (a start was detected over it), and by another depth in the extra view.
+    assert not np.array_equal(views["ducked"], views["over"])
+    assert not np.array_equal(views[duck_view(-40.0)], views["ducked"])
