@@ -593,7 +593,7 @@ def run_wer(
     each of ``WER_VIEWS`` and ducked by each of ``other_ducks``, transcribed by ``stt`` (loaded)."""
     from audio.hearing.wer import reference_words, word_errors
 
-    figures = WerFigures()
+    figures = WerFigures(duck_db=settings.duck_db)
     _, text = sentence
     room_list = [c for c in conditions() if c.echo_db >= -6.0][:: max(1, 24 // max(1, rooms))][:rooms]
     for k, cond in enumerate(room_list):
@@ -658,28 +658,39 @@ def _wer_views(
         for t in starts(over, mic, far16, DEVICE_GUARD, settings, lead, delay_ms=cond.delay_ms)
         if t * RATE >= trial.at
     ]
+    at = found[0] if found else None
+    ducked_far, ducked_mic, ducked = _ducked(trial, at, settings.duck_db, options, seed=300 + k)
+    block = settings.sample_rate * settings.block_ms // 1000
+    gated = gate_residual(
+        ducked_mic,
+        ducked,
+        far_at_16k(ducked_far, trial.rate, len(ducked_mic)),
+        block,
+        parse_guard(DEVICE_GUARD),
+        int(cond.delay_ms),
+    )
     span = slice(trial.at - RATE // 4, trial.at + len(trial.user) + RATE // 4)
     quiet = np.zeros(RATE // 4, np.float32)
     alone = np.concatenate([quiet, trial.user, quiet])
-    views = {"alone": alone + _noise(len(alone), seed=400 + k), "over": over[span]}
-    for db in (settings.duck_db, *other_ducks):
-        ducked_far = duck(trial.far, trial.rate, found[0] if found else None, db)
-        ducked_mic = trial.mic(ducked_far, seed=300 + k)[0]
-        ducked, _ = cancel(ducked_far, trial.rate, ducked_mic, options)
-        if db != settings.duck_db:
-            views[duck_view(db)] = ducked[span]
-            continue
-        block = settings.sample_rate * settings.block_ms // 1000
-        gated = gate_residual(
-            ducked_mic,
-            ducked,
-            far_at_16k(ducked_far, trial.rate, len(ducked_mic)),
-            block,
-            parse_guard(DEVICE_GUARD),
-            int(cond.delay_ms),
-        )
-        views["ducked"], views["gated"] = ducked[span], gated[span]
+    views = {
+        "alone": alone + _noise(len(alone), seed=400 + k),
+        "ducked": ducked[span],
+        "gated": gated[span],
+        "over": over[span],
+    }
+    for db in other_ducks:
+        views[duck_view(db)] = _ducked(trial, at, db, options, seed=300 + k)[2][span]
     return views
+
+
+def _ducked(
+    trial: Trial, at: float | None, db: float, options: FrontEndOptions, seed: int
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """(far end, microphone, cleaned) of ``trial`` with the reply ducked by ``db`` from ``at``."""
+    far = duck(trial.far, trial.rate, at, db)
+    mic = trial.mic(far, seed=seed)[0]
+    cleaned, _ = cancel(far, trial.rate, mic, options)
+    return far, mic, cleaned
 
 
 def _pct(values: list[float | None], within: float) -> float:
