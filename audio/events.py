@@ -143,8 +143,28 @@ class DuplexChanged:
     ts: float
 
 
+@dataclass(frozen=True, slots=True)
+class EchoRemoval:
+    """How much of the speaker's echo the converged canceller removes, in dB: the median 10 ms frame
+    of its last 10 s of echo alone (``FrontEnd.removal_db``). Said when first measured and when it
+    moves by ``ECHO_REMOVAL_STEP_DB`` or more; a re-convergence does not unsay it (the hardware is
+    the same): the last figure holds until the next."""
+
+    removed_db: float
+    ts: float
+
+
+ECHO_REMOVAL_STEP_DB = 2.0
+"""How far the canceller's measured removal moves before it is said again (dB)."""
+
 HearingEvent = (
-    SpeechStarted | SpeechEnded | Transcribed | UtteranceFailed | AudioDeviceProblem | DuplexChanged
+    SpeechStarted
+    | SpeechEnded
+    | Transcribed
+    | UtteranceFailed
+    | AudioDeviceProblem
+    | DuplexChanged
+    | EchoRemoval
 )
 SpeakingEvent = PlaybackStarted | SentencePlaying | PlaybackFinished | AudioDeviceProblem
 AudioEvent = HearingEvent | SpeakingEvent

@@ -73,7 +73,7 @@ HEALTH_MIN_DB = 3.0
 cancelling (dB): its reference is not what the speaker plays, or misaligned beyond what it
 follows (measured with ``bench duplex``'s replies: working 65 dB, limited to 6 dB 6.0, without
 the reference 0.3, the reference 1 s late or early 0.7-1.9). A weak canceller above it stays full
-duplex behind the residual-echo gate."""
+duplex behind the residual-echo gate (and a barge-in over it ducks deeper: ``hearing.duck_weak_db``)."""
 HEARD_DB = -60.0
 """A microphone frame below this level has no echo worth judging the canceller on (dBFS)."""
 UNCOVERED_S = 0.5
@@ -408,6 +408,9 @@ class FrontEndSource:
         self._thread: threading.Thread | None = None
         self._resampler: Any = None
         self.fault_reason: str | None = None
+        self.removal_db: float | None = None
+        """How much of the echo the canceller removes (``FrontEnd.removal_db``, read every 0.5 s
+        with the fault check: the listener reads it from its own thread)."""
         self.detection_view = False
         """Deliver each block as ``(2, n)``: cleaned, and cleaned then gated (the listener sets it:
         the VAD judges the gated view, Whisper hears the cleaned one); False: the gated audio."""
@@ -506,6 +509,7 @@ class FrontEndSource:
         if now < self._next_check:
             return
         self._next_check = now + 0.5
+        self.removal_db = self.front.removal_db
         reason = self.front.fault(now)
         if reason is None:
             if self.fault_reason is not None:

@@ -14,8 +14,10 @@ then is a barge-in (``SpeechStarted.over_playback``), needs ``barge_in_speech_ms
 start (a stricter endpointer while the device speaks, swapped in and out only between utterances)
 and closes through the normal turn logic. Half duplex -- echo cancellation off, not converged yet,
 or fallen back after a fault -- discards as before. Every change of the mode (and the first one
-known, unless echo cancellation is off) is emitted as ``DuplexChanged`` with its reason; falling back while the device speaks fails
-the utterance in progress with ``interrupted`` (never transcribing the device's own voice).
+known, unless echo cancellation is off) is emitted as ``DuplexChanged`` with its reason; falling
+back while the device speaks fails the utterance in progress with ``interrupted`` (never
+transcribing the device's own voice). How much of the echo the canceller removes is emitted as
+``EchoRemoval`` (the core ducks a barge-in deeper over a weak canceller).
 - ``no_speech`` (Whisper heard nothing) and ``stt_error``: after SpeechEnded.
 
 Speech longer than ``max_part_ms`` (Whisper's window) is handed on in parts cut at pauses; each part
@@ -71,9 +73,11 @@ import numpy as np
 from audio.edges.capture import AudioSource, DeviceListSource, MicrophoneUnavailable
 from audio.edges.wav import FloatArray
 from audio.events import (
+    ECHO_REMOVAL_STEP_DB,
     AudioDeviceProblem,
     DuplexChanged,
     DuplexMode,
+    EchoRemoval,
     EventSink,
     SpeechEnded,
     SpeechStarted,
@@ -153,6 +157,11 @@ class DuplexSource(Protocol):
     @property
     def fault_reason(self) -> str | None:
         """Why echo cancellation cannot be trusted now (None: no fault)."""
+        ...
+
+    @property
+    def removal_db(self) -> float | None:
+        """How much of the speaker's echo the canceller removes, in dB (None: not measured yet)."""
         ...
 
 
@@ -237,7 +246,8 @@ class Listener:
             source.detection_view = True
         # Checked once (a runtime-checkable protocol's isinstance walks its members: too dear for
         # every block): only a DuplexSource's mode changes, only a NearSpeechAware one is told.
-        self._duplex_source = isinstance(source, DuplexSource)
+        self._canceller: DuplexSource | None = source if isinstance(source, DuplexSource) else None
+        self._duplex_source = self._canceller is not None
         self._near_speech: NearSpeechAware | None = source if isinstance(source, NearSpeechAware) else None
         self._stt = transcriber
         self._emit = emit
@@ -273,6 +283,8 @@ class Listener:
         """The endpointer while the device speaks in full duplex (``barge_in_speech_ms`` to start)."""
         self._duplex: tuple[DuplexMode, str] | None = None
         """The duplex mode and its reason as last emitted (None: not known yet)."""
+        self._removal: float | None = None
+        """The canceller's removal as last emitted (dB; None: not measured yet)."""
         rate = settings.sample_rate
         self._echo = EchoTail(
             rate,
@@ -484,6 +496,7 @@ class Listener:
             block = self._resampler.resample_chunk(block)
             detect = None
         self._update_duplex()
+        self._update_removal()
         if (
             self.settings.half_duplex
             and self.duplex == "half"
@@ -536,6 +549,20 @@ class Listener:
         log = _LOGGER.info if mode == "full" or before is None else _LOGGER.warning
         log("microphone: %s duplex%s", mode, f" ({reason})" if reason else "")
         self._emit(DuplexChanged(mode=mode, reason=reason, ts=time.time()))
+
+    def _update_removal(self) -> None:
+        """Say how much of the echo the source's canceller removes (``EchoRemoval``): when first
+        measured and when it moves by ``ECHO_REMOVAL_STEP_DB``; not measured (re-converging) is not
+        said: the last figure holds."""
+        if self._canceller is None:
+            return
+        removed = self._canceller.removal_db
+        if removed is None or (
+            self._removal is not None and abs(removed - self._removal) < ECHO_REMOVAL_STEP_DB
+        ):
+            return
+        self._removal = removed
+        self._emit(EchoRemoval(removed_db=round(float(removed), 1), ts=time.time()))
 
     def _choose_endpointer(self) -> None:
         """The stricter endpointer while the device speaks in full duplex, the normal one otherwise;

@@ -255,6 +255,20 @@ class HearingSettings:
     the echo are heard within 1-4 points of the words alone; at -12 dB WebRTC's suppressor still
     took 4-9 points more of them where the room's echo is as loud as the user)."""
 
+    duck_weak_db: float = -30.0
+    """The level instead while the canceller removes less than ``weak_canceller_db`` of the echo (or
+    before it was measured), in dB; the deeper of the two applies (default -30.0: measured by
+    ``robot-face bench duplex``'s weak-canceller line, the user's words over the reply with the
+    canceller limited to 6 / 12 / 20 dB: 85 / 55 / 22 % WER ducked by 18 dB, 41 / 24 / 11 % by 30;
+    deeper still helps only the weakest)."""
+
+    weak_canceller_db: float = 30.0
+    """A canceller that removes less of the speaker's echo than this is weak (dB; the median frame of
+    its last 10 s of echo alone, ``FrontEnd.removal_db``): barge-ins over it duck by ``duck_weak_db``
+    (default 30: at 20 dB the deeper duck halves the errors, at 30 it changes nothing measurable;
+    WebRTC's removes 40-65 dB in the simulated room, as little as 5-8 dB has been reported on real
+    hardware; 0 = never weak once measured)."""
+
     duck_hold_ms: int = 1000
     """How long the reply stays ducked after a barge-in utterance ends, in ms: people go on after
     a short pause ("Actually, ... stop.": the end-of-turn model may close the utterance at the
@@ -366,6 +380,8 @@ class HearingSettings:
             ("echo_delay_ms", 0 <= self.echo_delay_ms <= 500, "must be in 0..500"),
             ("barge_in_speech_ms", 30 <= self.barge_in_speech_ms <= 2000, "must be in 30..2000"),
             ("duck_db", -60.0 <= self.duck_db <= 0.0, "must be in -60..0 (0 = no ducking)"),
+            ("duck_weak_db", -60.0 <= self.duck_weak_db <= 0.0, "must be in -60..0"),
+            ("weak_canceller_db", 0.0 <= self.weak_canceller_db <= 60.0, "must be in 0..60 (0 = never weak)"),
             ("duck_hold_ms", 0 <= self.duck_hold_ms <= 10000, "must be in 0..10000 (0 = no hold)"),
         )
         raise_first_failed("hearing", self, checks)

@@ -17,7 +17,8 @@ play times and the microphone with its capture times, exactly as at run time. Pr
 - barge-in detection: the share of user onsets (user at ``--user-db`` re the reply's level at the
   speaker) reported within 300 ms, and the onset → start latency;
 - WER of the user's words over the echo vs the same words alone (faster-whisper, the project's
-  transcriber);
+  transcriber), the reply ducked as the device ducks it; and over the weak canceller, the reply
+  ducked by ``hearing.duck_db`` and by ``hearing.duck_weak_db`` (the device's depth over it);
 - CPU per 10 ms frame of the front end (thread time) and the share of one core.
 """
 
@@ -38,7 +39,7 @@ from audio.edges.sim_room import SimRoom, SimRoomSettings
 from audio.edges.wav import FloatArray, load_audio
 from audio.hearing.echo_tail import EchoGuard
 from audio.hearing.engine import Transcriber
-from audio.hearing.front_end import RATE, FrontEnd, FrontEndOptions, ResidualGate
+from audio.hearing.front_end import RATE, EchoCanceller, FrontEnd, FrontEndOptions, ResidualGate
 from audio.hearing.settings import HearingSettings
 from audio.hearing.vad import Endpointer, SpeechDetector, UtteranceBegan, frame_level_db
 from audio.tools.cli_hearing import positive_int
@@ -122,11 +123,16 @@ def echo_of(far: FloatArray, far_rate: int, room: SimRoomSettings) -> FloatArray
 
 
 def cancel(
-    far: FloatArray, far_rate: int, mic: FloatArray, options: FrontEndOptions
+    far: FloatArray,
+    far_rate: int,
+    mic: FloatArray,
+    options: FrontEndOptions,
+    canceller: EchoCanceller | None = None,
 ) -> tuple[FloatArray, FrontEnd]:
-    """Run the front end as at run time: reference blocks (10 ms) with play times from t = 0, rendered
-    30 ms ahead; microphone blocks (30 ms) with capture times from t = 0. Output aligned with ``mic``."""
-    front = FrontEnd(options)
+    """Run the front end (with ``canceller``: WebRTC's by default) as at run time: reference blocks
+    (10 ms) with play times from t = 0, rendered 30 ms ahead; microphone blocks (30 ms) with capture
+    times from t = 0. Output aligned with ``mic``."""
+    front = FrontEnd(options, canceller)
     ref_block, mic_block = far_rate // 100, RATE * 30 // 1000
     far = np.concatenate(
         [far, np.zeros(max(0, int(len(mic) * far_rate / RATE) - len(far) + far_rate), np.float32)]
@@ -568,6 +574,22 @@ class WerFigures:
     words: int = 0
     duck_db: float = HearingSettings().duck_db
     """The depth of the "ducked" and "gated" views (``hearing.duck_db``)."""
+    limit_db: float = 6.0
+    """The weak canceller's removal in the ``weak_view``s (``--limit-db``)."""
+    weak_db: float = HearingSettings().duck_weak_db
+    """The device's depth over a weak canceller (``hearing.duck_weak_db``)."""
+    weak_below_db: float = HearingSettings().weak_canceller_db
+    """A canceller removing less than this is weak (``hearing.weak_canceller_db``)."""
+
+    @classmethod
+    def of(cls, settings: HearingSettings, limit_db: float) -> WerFigures:
+        """None counted yet, the depths and the weak canceller's limit as ``settings`` and ``limit_db``."""
+        return cls(
+            duck_db=settings.duck_db,
+            limit_db=limit_db,
+            weak_db=settings.duck_weak_db,
+            weak_below_db=settings.weak_canceller_db,
+        )
 
     def add(self, other: WerFigures) -> None:
         """Pool ``other`` (another set of replies) into these."""
@@ -588,16 +610,20 @@ def run_wer(
     settings: HearingSettings,
     stt: Transcriber,
     other_ducks: tuple[float, ...] = (),
+    limit_db: float | None = None,
 ) -> WerFigures:
     """Word errors of a recorded sentence spoken over replies (the first one heard before it), in
-    each of ``WER_VIEWS`` and ducked by each of ``other_ducks``, transcribed by ``stt`` (loaded)."""
+    each of ``WER_VIEWS`` and ducked by each of ``other_ducks``, and (``limit_db`` given) over a
+    canceller limited to ``limit_db`` ducked by each of ``weak_depths``, transcribed by ``stt``
+    (loaded)."""
     from audio.hearing.wer import reference_words, word_errors
 
-    figures = WerFigures(duck_db=settings.duck_db)
+    figures = WerFigures.of(settings, limit_db or 0.0)
     _, text = sentence
     room_list = [c for c in conditions() if c.echo_db >= -6.0][:: max(1, 24 // max(1, rooms))][:rooms]
+    weak = None if limit_db is None else (limit_db, weak_depths(settings, other_ducks))
     for k, cond in enumerate(room_list):
-        views = _wer_views(replies, sentence, user_db, k, cond, settings, other_ducks)
+        views = _wer_views(replies, sentence, user_db, k, cond, settings, other_ducks, weak)
         for view, signal in views.items():
             figures.errors[view] = figures.errors.get(view, 0) + word_errors(
                 text, stt.transcribe(signal).text
@@ -620,6 +646,17 @@ def duck_view(db: float) -> str:
     return f"ducked {db:g} dB"
 
 
+def weak_view(db: float) -> str:
+    """The WER view over the weak canceller, the reply ducked by ``db`` (0: not ducked)."""
+    return f"weak, ducked {db:g} dB" if db else "weak, not ducked"
+
+
+def weak_depths(settings: HearingSettings, other_ducks: tuple[float, ...] = ()) -> tuple[float, ...]:
+    """The depths the weak canceller's views duck by: not at all, ``duck_db``, ``duck_weak_db`` (the
+    device's over a weak canceller) and the other depths asked for, each once, shallow to deep."""
+    return tuple(sorted({0.0, settings.duck_db, settings.duck_weak_db, *other_ducks}, reverse=True))
+
+
 def duck_depths(text: str) -> tuple[float, ...]:
     """``--duck-db``: comma-separated depths in dB, each in -60..0 (``hearing.duck_db``'s range)."""
     try:
@@ -639,10 +676,11 @@ def _wer_views(
     cond: Condition,
     settings: HearingSettings,
     other_ducks: tuple[float, ...] = (),
+    weak: tuple[float, tuple[float, ...]] | None = None,
 ) -> dict[str, FloatArray]:
     """The user's span (from 0.25 s before their sentence to 0.25 s after) in each of ``WER_VIEWS``,
     and ducked by each of ``other_ducks`` (``duck_view``), in room ``cond``, the replies from the
-    ``k``-th on."""
+    ``k``-th on; ``weak`` = (limit dB, depths): also over a canceller limited to that (``weak_view``)."""
     audio, _ = sentence
     order = [replies[(k + j) % len(replies)] for j in range(len(replies))]
     far = np.concatenate([r.audio for r in order])
@@ -680,6 +718,41 @@ def _wer_views(
     }
     for db in other_ducks:
         views[duck_view(db)] = _ducked(trial, at, db, options, seed=300 + k)[2][span]
+    if weak is not None:
+        limit_db, depths = weak
+        views.update(_weak_views(trial, settings, options, limit_db, depths, seed=300 + k, span=span))
+    return views
+
+
+def _weak_views(
+    trial: Trial,
+    settings: HearingSettings,
+    options: FrontEndOptions,
+    limit_db: float,
+    depths: tuple[float, ...],
+    seed: int,
+    span: slice,
+) -> dict[str, FloatArray]:
+    """``trial`` over a canceller that removes only ``limit_db`` (``_limited``), the reply ducked by
+    each of ``depths`` from the start the device's guard detects over that canceller, from where the
+    device's utterance would begin (``_utterance_from``) to the end of ``span``."""
+    mic, echo = trial.mic(trial.far, seed=seed)
+    weak = _limited(cancel(trial.far, trial.rate, mic, options)[0], echo, limit_db)
+    far16 = far_at_16k(trial.far, trial.rate, len(mic))
+    found = [
+        t
+        for t in starts(weak, mic, far16, DEVICE_GUARD, settings, trial.lead, delay_ms=trial.cond.delay_ms)
+        if t * RATE >= trial.at
+    ]
+    at = found[0] if found else None
+    span = slice(_utterance_from(at, settings, span.start), span.stop)
+    views = {}
+    for db in depths:
+        far = duck(trial.far, trial.rate, at, db)
+        ducked_mic, ducked_echo = trial.mic(far, seed=seed)
+        views[weak_view(db)] = _limited(
+            cancel(far, trial.rate, ducked_mic, options)[0], ducked_echo, limit_db
+        )[span]
     return views
 
 
@@ -691,6 +764,17 @@ def _ducked(
     mic = trial.mic(far, seed=seed)[0]
     cleaned, _ = cancel(far, trial.rate, mic, options)
     return far, mic, cleaned
+
+
+def _utterance_from(at: float | None, settings: HearingSettings, earliest: int) -> int:
+    """The sample where the device's utterance reported at ``at`` (s) would begin: the speech its
+    start needed (``barge_in_speech_ms``) and the pre-roll before it, not before ``earliest``
+    (nothing reported: ``earliest``). Over a weak canceller the start comes late; what came before
+    it, the reply's echo at nearly full level, never reaches Whisper."""
+    if at is None:
+        return earliest
+    back_ms = settings.barge_in_speech_ms + settings.pre_roll_ms
+    return max(earliest, int((at - back_ms / 1000) * RATE))
 
 
 def _pct(values: list[float | None], within: float) -> float:
@@ -767,11 +851,19 @@ def _print_wer(wer: WerFigures) -> None:
         f"transcribes it; the same through the residual-echo gate (the VAD's view) {pts('gated')}; "
         f"not ducked {pts('over')}"
     )
-    others = [view for view in wer.errors if view not in WER_VIEWS]
+    others = [view for view in wer.errors if view not in WER_VIEWS and not view.startswith("weak")]
     if others:
         print(
             f"the reply ducked by {wer.duck_db:g} dB (hearing.duck_db) and by other depths: "
             + "; ".join(f"{view} {pts(view)}" for view in ["ducked", *others])
+        )
+    weak = [view for view in wer.errors if view.startswith("weak")]
+    if weak:
+        print(
+            f"over a canceller limited to {wer.limit_db:g} dB (the device ducks by hearing.duck_weak_db, "
+            f"{wer.weak_db:g} dB, over one removing less than hearing.weak_canceller_db, "
+            f"{wer.weak_below_db:g} dB), from the start detected over it: "
+            + "; ".join(f"{view.removeprefix('weak, ')} {pts(view)}" for view in weak)
         )
 
 
@@ -782,7 +874,7 @@ def main(args: argparse.Namespace) -> int:
     clips = _user_clips(Path(args.speech))
     echo: EchoFigures | None = None
     barge: BargeInFigures | None = None
-    wer: WerFigures | None = None if args.no_wer else WerFigures(duck_db=settings.duck_db)
+    wer = None if args.no_wer else WerFigures.of(settings, args.limit_db)
     other_ducks = tuple(db for db in args.duck_db if db != settings.duck_db)
     sentence = None if args.no_wer else _sentence(Path(args.speech))
     stt = None if args.no_wer else _whisper()
@@ -796,7 +888,10 @@ def main(args: argparse.Namespace) -> int:
             echo.add(echo_set)
             barge.add(barge_set)
         if wer is not None and sentence is not None and stt is not None:
-            wer.add(run_wer(replies, sentence, args.user_db, args.wer_rooms, settings, stt, other_ducks))
+            limit = None if args.no_weak else args.limit_db
+            wer.add(
+                run_wer(replies, sentence, args.user_db, args.wer_rooms, settings, stt, other_ducks, limit)
+            )
     assert echo is not None and barge is not None  # args.sets >= 1
     if args.sets > 1:
         print(f"\n{args.sets} sets of replies, synthesised afresh, pooled")
@@ -848,5 +943,11 @@ def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction)
         f"beside hearing.duck_db ({HearingSettings().duck_db:g})",
     )
     b.add_argument("--no-wer", action="store_true", help="skip the WER check (no Whisper)")
+    b.add_argument(
+        "--no-weak",
+        action="store_true",
+        help="skip the WER check over the weak canceller (--limit-db; ducked by none, hearing.duck_db, "
+        "hearing.duck_weak_db and --duck-db)",
+    )
     b.add_argument("--speech", default=str(SPEECH_DIR), help=f"recorded speech set (default {SPEECH_DIR})")
     b.set_defaults(func=main)

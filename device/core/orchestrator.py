@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from audio.events import (
     AudioDeviceProblem,
     DuplexChanged,
+    EchoRemoval,
     PlaybackFinished,
     PlaybackStarted,
     SentencePlaying,
@@ -64,7 +65,15 @@ from device.core.rules.hearing import (
 )
 from device.core.rules.sleep_wake import on_reached, on_tap
 from device.core.rules.speaking import on_playback_finished, on_playback_started, on_sentence
-from device.core.rules.status import on_agent, on_audio_problem, on_duplex, on_link, on_storage, on_timer
+from device.core.rules.status import (
+    on_agent,
+    on_audio_problem,
+    on_duplex,
+    on_echo_removal,
+    on_link,
+    on_storage,
+    on_timer,
+)
 from device.core.state import DeviceState, Phase, Settings
 
 __all__ = [
@@ -104,7 +113,7 @@ def step(
         new = replace(new, phase=_awake_phase(new))
     actions.extend(hold_changes(state, new))
     new = duck_hold(state, new, event.ts, rules.duck_hold_s, actions)
-    actions.extend(duck_changes(state, new, rules.duck_db))
+    actions.extend(duck_changes(state, new, rules.duck_depth(new.echo_removed_db)))
     new, face = face_changes(new, event.ts, rules.wake_duration_s)
     actions.extend(face)
     return new, actions
@@ -156,6 +165,7 @@ _HANDLERS.add(LinkChanged, on_link)
 _HANDLERS.add(AgentPresence, on_agent)
 _HANDLERS.add(AudioDeviceProblem, on_audio_problem)
 _HANDLERS.add(DuplexChanged, on_duplex)
+_HANDLERS.add(EchoRemoval, on_echo_removal)
 _HANDLERS.add(StorageProblem, on_storage)
 _HANDLERS.add(TimerFired, on_timer)
 _HANDLERS.add(Reached, on_reached)

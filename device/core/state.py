@@ -126,6 +126,9 @@ class DeviceState:
     """The listener's duplex mode (``status.duplex``): "full" = it hears the user over the replies."""
     duplex_reason: str = ""
     """Why it is half duplex ("" when full, or not said yet)."""
+    echo_removed_db: float | None = None
+    """How much of its own echo the canceller removes (``EchoRemoval``; None = not measured yet):
+    a weak canceller's barge-ins duck the replies deeper (``Rules.duck_depth``)."""
 
     @property
     def awake(self) -> bool:

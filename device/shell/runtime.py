@@ -75,6 +75,8 @@ class Runtime:
             voices=dict(config.speaking.voices),
             default_voice=config.speaking.voice,
             duck_db=config.hearing.duck_db,
+            duck_weak_db=config.hearing.duck_weak_db,
+            weak_canceller_db=config.hearing.weak_canceller_db,
             duck_hold_s=config.hearing.duck_hold_ms / 1000.0,
         )
         self.state: DeviceState = initial_state(Settings())

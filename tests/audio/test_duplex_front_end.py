@@ -139,6 +139,34 @@ def test_a_converged_canceller_is_judged_by_the_echo_it_removes(reply: Reply) ->
     assert talking.converged and talking.removal_db is None, _state(talking)
 
 
+class WeakCanceller(EchoCanceller):
+    """A canceller that removes only about 6 dB, as WebRTC's has been reported to on some hardware
+    (the real one's output with half the microphone mixed back: with nobody speaking, the echo)."""
+
+    def process(self, mic: FloatArray, far: FloatArray) -> FloatArray:
+        return (super().process(mic, far) + 0.5 * mic).astype(np.float32)
+
+
+def test_a_weak_canceller_is_measured_weak_and_stays_full_duplex(reply: Reply) -> None:
+    """What ``EchoRemoval`` carries to the core: a canceller that removes 6 dB is measured at about
+    that, not a fault (the residual-echo gate holds over it), and weak by the core's rule (a
+    barge-in over it ducks by ``hearing.duck_weak_db``); the working one is strong."""
+    from device.core.rules import Rules
+
+    far = np.concatenate([reply.audio] * 3)
+    echo = echo_of(far, reply.rate, SimRoomSettings())
+    options = FrontEndOptions(echo_delay_ms=40)
+    _, weak = cancel(far, reply.rate, echo, options, WeakCanceller(options))
+    removed = weak.removal_db
+    assert weak.converged and removed is not None and 4.0 < removed < 8.0, _state(weak)
+    assert weak.fault(weak.reference.last_time) is None, _state(weak)
+    _, working = cancel(far, reply.rate, echo, options)
+    rules = Rules()
+    assert rules.weak_canceller(removed) and not rules.weak_canceller(working.removal_db), _state(working)
+    assert rules.duck_depth(removed) == HearingSettings().duck_weak_db
+    assert rules.duck_depth(working.removal_db) == HearingSettings().duck_db
+
+
 def _state(front: FrontEnd) -> str:
     """What a failed assertion on ``front`` should say (the test above failed once, unexplained)."""
     return (

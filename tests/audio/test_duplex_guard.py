@@ -66,7 +66,14 @@ def test_once_the_far_end_has_been_silent_for_its_hold_the_vad_decides_alone() -
 
 @pytest.mark.parametrize(
     ("key", "value"),
-    [("echo_cancellation", "speex"), ("echo_delay_ms", -1), ("barge_in_speech_ms", 10), ("duck_db", 3.0)],
+    [
+        ("echo_cancellation", "speex"),
+        ("echo_delay_ms", -1),
+        ("barge_in_speech_ms", 10),
+        ("duck_db", 3.0),
+        ("duck_weak_db", -70.0),
+        ("weak_canceller_db", -1.0),
+    ],
 )
 def test_full_duplex_settings_are_validated_with_the_key_named(key: str, value: object) -> None:
     with pytest.raises(ValueError, match=rf"hearing\.{key}"):
@@ -81,11 +88,14 @@ def test_full_duplex_is_off_by_default() -> None:
 
 
 def test_the_core_ducks_by_the_settings_default() -> None:
-    """The core's rules and the hearing settings agree on the ducking depth when nothing is set (the
-    runtime passes ``hearing.duck_db`` on; a rule built without it must not duck by another depth)."""
+    """The core's rules and the hearing settings agree on the ducking depths when nothing is set (the
+    runtime passes ``hearing.duck_db`` and the weak canceller's on; a rule built without them must
+    not duck by other depths)."""
     from device.core.rules import Rules
 
-    assert Rules().duck_db == HearingSettings().duck_db
+    hearing, rules = HearingSettings(), Rules()
+    assert rules.duck_db == hearing.duck_db
+    assert (rules.duck_weak_db, rules.weak_canceller_db) == (hearing.duck_weak_db, hearing.weak_canceller_db)
 
 
 def _pause(guard: EchoGuard, raws: list[float], clean_under_raw: float = 1.0) -> list[bool]:

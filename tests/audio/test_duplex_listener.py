@@ -15,7 +15,7 @@ import pytest
 
 from audio.edges.capture import SimulatedMicrophone
 from audio.edges.wav import FloatArray
-from audio.events import DuplexChanged, SpeechStarted, Transcribed, UtteranceFailed
+from audio.events import DuplexChanged, EchoRemoval, SpeechStarted, Transcribed, UtteranceFailed
 from audio.hearing.listener import NOT_CONVERGED, Listener, _barge_in_settings, duplex_of
 from audio.hearing.settings import HearingSettings
 from audio.hearing.vad import Endpointer, UtteranceBegan
@@ -30,6 +30,7 @@ class DuplexMicrophone(SimulatedMicrophone):
         super().__init__(speed=SPEED, noise_db=-70)
         self.duplex = "full"
         self.fault_reason: str | None = None
+        self.removal_db: float | None = None
 
 
 def make(transcriber: WhisperTranscriber) -> tuple[Listener, DuplexMicrophone, Recorder]:
@@ -103,6 +104,31 @@ async def test_half_until_converged_and_a_fall_back_interrupts_the_barge_in(
         ("half", "the speaker's reference stopped"),
     ]
     assert not any(isinstance(e, Transcribed) for e in rec.events)
+
+
+async def test_the_cancellers_removal_is_said_when_measured_and_when_it_moves(
+    hearing_transcriber: WhisperTranscriber,
+) -> None:
+    """Said when first measured and when it moves by 2 dB or more; not measured again (a
+    re-convergence) is not said: the last figure holds."""
+    listener, mic, rec = make(hearing_transcriber)
+    await listener.open()
+    quiet = np.zeros(1600, dtype=np.float32)
+
+    async def heard(removal: float | None) -> list[float]:
+        mic.removal_db = removal
+        mic.feed(quiet)
+        while mic.pending_samples:
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.1)
+        return [e.removed_db for e in rec.events if isinstance(e, EchoRemoval)]
+
+    assert await heard(None) == []
+    assert await heard(44.04) == [44.0]
+    assert await heard(45.5) == [44.0]  # moved less than 2 dB
+    assert await heard(None) == [44.0]  # re-converging: the last figure holds
+    assert await heard(6.0) == [44.0, 6.0]
+    await listener.aclose()
 
 
 def test_without_a_canceller_the_reason_says_why() -> None:

@@ -3,6 +3,7 @@ canceller is not trusted again right after a timing jump (its echo path moved)."
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 
 import numpy as np
@@ -355,3 +356,84 @@ def test_each_duck_depth_is_its_own_view_of_the_same_trial() -> None:
     # The reply was ducked (a start was detected over it), and by another depth in the extra view.
     assert not np.array_equal(views["ducked"], views["over"])
     assert not np.array_equal(views[duck_view(-40.0)], views["ducked"])
+
+
+def test_over_a_weak_canceller_each_depth_is_a_view_from_where_the_utterance_begins() -> None:
+    """``_wer_views`` with a weak canceller: one view per depth (not ducked, ``duck_db``,
+    ``duck_weak_db``, the others asked for), all of one span that begins where the device's utterance
+    would (the start detected over the weak canceller, less the speech it needed and the pre-roll),
+    the reply turned down more the deeper the depth."""
+    from audio.hearing.settings import HearingSettings
+    from audio.hearing.vad import frame_level_db
+    from audio.tools.bench_duplex import (
+        _sentence,
+        _wer_views,
+        conditions,
+        synthesise_replies,
+        weak_depths,
+        weak_view,
+    )
+    from tests.audio.conftest import HEARING_SPEECH_DIR
+
+    settings = HearingSettings()
+    assert weak_depths(settings, (-45.0, -18.0)) == (0.0, -18.0, -30.0, -45.0)
+    replies = synthesise_replies(2)
+    room = next(c for c in conditions() if c.echo_db == 0.0 and c.delay_ms == 40.0)
+    sentence = _sentence(HEARING_SPEECH_DIR)
+    views = _wer_views(replies, sentence, -6.0, 0, room, settings, (), (6.0, weak_depths(settings)))
+    weak = [weak_view(db) for db in weak_depths(settings)]
+    assert set(views) == {"alone", "over", "ducked", "gated", *weak}
+    assert len({len(views[v]) for v in weak}) == 1
+    # Shorter than the user's span: the start over a weak canceller comes later than the sentence's.
+    assert len(views[weak[0]]) < len(views["ducked"])
+    # The user is as loud as what the weak canceller leaves of the echo: turned down, it is quieter.
+    levels = [frame_level_db(views[v]) for v in weak]
+    assert all(levels[0] > level + 0.5 for level in levels[1:]), levels
+    assert not any(np.array_equal(views[a], views[b]) for a, b in itertools.pairwise(weak))
+
+
+def test_the_weak_cancellers_views_are_printed_on_a_line_of_their_own(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Pooled like the rest, printed on their own line naming the limit and the device's depth over
+    it; ``--no-weak`` leaves them out; the utterance's span begins at the detected start less the
+    speech it needed and the pre-roll, never before the user's span."""
+    import argparse
+
+    from audio.hearing.settings import HearingSettings
+    from audio.tools.bench_duplex import (
+        RATE,
+        BargeInFigures,
+        EchoFigures,
+        WerFigures,
+        _utterance_from,
+        print_tables,
+        register,
+        weak_view,
+    )
+
+    views = {"alone": 1, "ducked": 2, "gated": 2, "over": 9, weak_view(0.0): 30, weak_view(-30.0): 4}
+    pooled = WerFigures(dict(views), 22, duck_db=-18.0, limit_db=6.0, weak_db=-30.0, weak_below_db=20.0)
+    pooled.add(WerFigures(dict(views), 22))
+    print_tables(
+        EchoFigures({"full": [45.0]}, {("full", "gate"): 0}, 100, [0.1]),
+        BargeInFigures({"gate": [0.2]}, {"gate": 0}),
+        pooled,
+    )
+    out = capsys.readouterr().out
+    assert (
+        "over a canceller limited to 6 dB (the device ducks by hearing.duck_weak_db, -30 dB, over one "
+        "removing less than hearing.weak_canceller_db, 20 dB), from the start detected over it: "
+        "not ducked 136.4 % (+131.8 points); "
+        "ducked -30 dB 18.2 % (+13.6 points)"
+    ) in out
+    assert "other depths" not in out  # the weak views are not other depths of the full canceller
+    parser = argparse.ArgumentParser()
+    bench = parser.add_subparsers().add_parser("bench").add_subparsers()
+    register(bench, bench)
+    assert parser.parse_args(["bench", "duplex", "--no-weak"]).no_weak
+    assert not parser.parse_args(["bench", "duplex"]).no_weak
+    settings = HearingSettings(barge_in_speech_ms=120, pre_roll_ms=300)
+    assert _utterance_from(2.0, settings, RATE) == int(1.58 * RATE)
+    assert _utterance_from(1.2, settings, RATE) == RATE  # not before the user's span
+    assert _utterance_from(None, settings, RATE) == RATE

@@ -8,6 +8,7 @@ from dataclasses import replace
 from agent_link.protocol.messages import StatusMessage, StopCommand
 from audio.events import (
     DuplexChanged,
+    EchoRemoval,
     PlaybackFinished,
     PlaybackStarted,
     SpeechEnded,
@@ -39,7 +40,14 @@ def ducking(acts: Sequence[Action]) -> list[Action]:
     return [a for a in acts if isinstance(a, DuckSpeech | UnduckSpeech)]
 
 
-def speaking(run: Run, say: str = "r1") -> None:
+STRONG_DB = 45.0
+"""What WebRTC's canceller removes in the simulated room once converged (``bench duplex``: 40-65 dB)."""
+
+
+def speaking(run: Run, say: str = "r1", removed_db: float | None = STRONG_DB) -> None:
+    """Awake, reply ``say`` playing; the canceller measured to remove ``removed_db`` (None: not yet)."""
+    if removed_db is not None:
+        run.feed(EchoRemoval(removed_db, run.t()))
     run.wake()
     run.feed(TimerFired(WAKING_TIMER, run.t()))  # the wake-up animation is over
     run.say(say, "A long activity instruction. " * 10)
@@ -128,6 +136,45 @@ def test_a_duck_level_of_zero_never_ducks() -> None:
     acts = run.feed(SpeechStarted("u1", run.t(), over_playback=True))
     assert run.published(acts)[0][1]["over_playback"] is True
     assert ducking(acts + run.feed(SpeechEnded("u1", 500, run.t()))) == []
+
+
+def test_a_barge_in_over_a_weak_or_unmeasured_canceller_ducks_deeper() -> None:
+    """The depth is chosen when the duck starts, from the canceller's last measured removal: under
+    ``weak_canceller_db`` (or not measured yet) the deeper ``duck_weak_db``; the change between weak
+    and strong is logged once, a move within either is not."""
+    rules = Rules(duck_db=-18.0, duck_weak_db=-30.0, weak_canceller_db=20.0, duck_hold_s=0.0)
+    run = Run(rules=rules)
+    speaking(run, removed_db=None)
+    acts = run.feed(SpeechStarted("u1", run.t(), over_playback=True))
+    assert ducking(acts) == [DuckSpeech(-30.0)]
+    assert any(isinstance(a, Note) and "Barge-in" in a.message and "-30 dB" in a.message for a in acts)
+    assert ducking(run.feed(SpeechEnded("u1", 500, run.t()))) == [UnduckSpeech()]
+    acts = run.feed(EchoRemoval(45.0, run.t()))
+    notes = [a for a in acts if isinstance(a, Note)]
+    assert (
+        [n.level for n in notes] == ["info"] and "45 dB" in notes[0].message and "-18 dB" in notes[0].message
+    )
+    assert ducking(acts) == []  # nothing ducked now: nothing changes
+    assert ducking(run.feed(SpeechStarted("u2", run.t(), over_playback=True))) == [DuckSpeech(-18.0)]
+    acts = run.feed(EchoRemoval(6.0, run.t()))  # the canceller weakens mid barge-in: the duck stays
+    notes = [a for a in acts if isinstance(a, Note)]
+    assert [n.level for n in notes] == ["warning"] and "-30 dB" in notes[0].message
+    assert ducking(acts) == []
+    assert ducking(run.feed(SpeechEnded("u2", 500, run.t()))) == [UnduckSpeech()]
+    assert not [a for a in run.feed(EchoRemoval(9.0, run.t())) if isinstance(a, Note)]  # still weak
+    assert ducking(run.feed(SpeechStarted("u3", run.t(), over_playback=True))) == [DuckSpeech(-30.0)]
+    assert run.state.echo_removed_db == 9.0
+
+
+def test_the_weak_depth_is_the_deeper_of_the_two_and_zero_still_never_ducks() -> None:
+    assert Rules(duck_db=-40.0, duck_weak_db=-30.0).duck_depth(6.0) == -40.0
+    assert Rules(duck_db=-18.0, duck_weak_db=-30.0).duck_depth(6.0) == -30.0
+    assert Rules(duck_db=-18.0, duck_weak_db=-30.0).duck_depth(20.0) == -18.0  # at the threshold: strong
+    assert Rules(duck_db=0.0, duck_weak_db=-30.0).duck_depth(None) == 0.0
+    assert Rules(weak_canceller_db=0.0).weak_canceller(0.0) is False  # 0 = never weak once measured
+    run = Run(rules=Rules(duck_db=0.0))
+    speaking(run, removed_db=6.0)
+    assert ducking(run.feed(SpeechStarted("u1", run.t(), over_playback=True))) == []
 
 
 def test_the_status_says_the_duplex_mode_and_why_it_is_half() -> None:

@@ -561,3 +561,20 @@ def test_chunks_of_a_stopped_reply_are_refused() -> None:
     assert run.published(acts)[0][1]["reason"] == "invalid" and "r1" in str(
         run.published(acts)[0][1]["detail"]
     )
+
+
+def test_every_kind_of_input_has_its_rule() -> None:
+    """A new event in ``DeviceInput`` (the audio parts' ones included, such as ``EchoRemoval``) with
+    no rule would only be logged "No rule for ..." at debug: every one has its handler."""
+    import typing
+
+    from device.core.inputs import DeviceInput
+    from device.core.orchestrator import _HANDLERS
+
+    def kinds(union: object) -> list[type]:
+        args = typing.get_args(union)
+        return [k for a in args for k in kinds(a)] if args else [union]  # type: ignore[list-item]
+
+    found = kinds(DeviceInput)
+    assert len(found) >= 20 and all(isinstance(k, type) for k in found)
+    assert [k.__name__ for k in found if _HANDLERS.get(k) is None] == []

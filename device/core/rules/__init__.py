@@ -10,8 +10,9 @@
   would take effect; a tap or a sleep stepped early, at its marker;
 - ``commands``: the agent's commands (``stop``, ``sleep``, ``sleep_allowed``, ``config``; ``say``), the
   settings applied and saved, the voice following the language; commands refused (``command_rejected``);
-- ``status``: the link, the agent's presence, audio device and storage faults, the duplex mode; the
-  timers (thinking, the duck's hold and the wake-up animation over).
+- ``status``: the link, the agent's presence, audio device and storage faults, the duplex mode, the
+  canceller's strength (how deep a barge-in ducks); the timers (thinking, the duck's hold and the
+  wake-up animation over).
 
 This module holds what they share: their configuration (``Rules``: not state), the thinking timer, how
 many ended replies are remembered, and two actions several of them take: every reply stopped (the
@@ -50,9 +51,27 @@ class Rules:
     """``speaking.voice``: "" = the packaged voice."""
     duck_db: float = -18.0
     """Level of the replies while the user speaks over them, in dB (``hearing.duck_db``; 0 = none)."""
+    duck_weak_db: float = -30.0
+    """The level instead while the canceller removes less than ``weak_canceller_db`` of the echo
+    or is not measured yet, in dB (``hearing.duck_weak_db``; the deeper of the two applies)."""
+    weak_canceller_db: float = 30.0
+    """A canceller removing less than this much of the echo is weak, in dB (``hearing.weak_canceller_db``)."""
     duck_hold_s: float = 1.0
     """How long the replies stay ducked after the barge-in utterance ends, in seconds
     (``hearing.duck_hold_ms``; 0 = none)."""
+
+    def weak_canceller(self, removed_db: float | None) -> bool:
+        """Whether a canceller that removes ``removed_db`` of the echo (None = not measured yet) is
+        weak: it is not trusted to be strong before it was measured."""
+        return removed_db is None or removed_db < self.weak_canceller_db
+
+    def duck_depth(self, removed_db: float | None) -> float:
+        """The replies' level under a barge-in when the canceller removes ``removed_db`` (dB; 0 = no
+        ducking). With a weak canceller the echo the user speaks over is louder by what it does not
+        remove, and WebRTC's suppressor takes more of the user's words: the reply ducks deeper."""
+        if self.duck_db >= 0.0:
+            return 0.0
+        return min(self.duck_db, self.duck_weak_db) if self.weak_canceller(removed_db) else self.duck_db
 
 
 def stop_speaking(state: DeviceState, out: list[Action]) -> DeviceState:

@@ -67,7 +67,9 @@ def on_speech_started(state: DeviceState, ev: SpeechStarted, out: list[Action], 
     out.append(Publish(SpeechStartedBody(utterance=ev.utterance, ts=ev.ts, over_playback=over)))
     if over:  # the face listens (``display_of``) while the reply goes on, ducked
         playing = ", ".join(r.say for r in state.replies if r.playing) or "none playing"
-        out.append(Note("info", f"Barge-in: {ev.utterance} started over the reply ({playing})"))
+        depth = rules.duck_depth(state.echo_removed_db)
+        ducks = f"ducked by {depth:g} dB" if depth < 0.0 else "not ducked (hearing.duck_db = 0)"
+        out.append(Note("info", f"Barge-in: {ev.utterance} started over the reply ({playing}), {ducks}"))
     return replace(state, hearing=ev.utterance, barge_in=ev.utterance if over else None)
 
 

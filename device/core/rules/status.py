@@ -1,13 +1,13 @@
 """What the status and the face report: the link, the agent's presence, audio device and storage
-faults, the duplex mode; and the core's timers: thinking over, the duck's hold over, the wake-up
-animation over.
+faults, the duplex mode and the canceller's strength; and the core's timers: thinking over, the
+duck's hold over, the wake-up animation over.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from audio.events import AudioDeviceProblem, DuplexChanged
+from audio.events import AudioDeviceProblem, DuplexChanged, EchoRemoval
 from device.core.actions import Action, Note
 from device.core.derived import DUCK_HOLD_TIMER, WAKING_TIMER, wake_animation_over
 from device.core.inputs import AgentPresence, LinkChanged, StorageProblem, TimerFired
@@ -43,6 +43,22 @@ def on_duplex(state: DeviceState, ev: DuplexChanged, out: list[Action], rules: R
     else:
         out.append(Note("warning" if state.duplex == "full" else "info", f"Half duplex: {ev.reason}"))
     return replace(state, duplex=ev.mode, duplex_reason=ev.reason if ev.mode == "half" else "")
+
+
+def on_echo_removal(state: DeviceState, ev: EchoRemoval, out: list[Action], rules: Rules) -> DeviceState:
+    """The canceller's measured strength; a change between weak and strong is logged with the duck
+    it brings (``Rules.duck_depth``)."""
+    before = state.echo_removed_db
+    if before is None or rules.weak_canceller(ev.removed_db) != rules.weak_canceller(before):
+        strength = "weak" if rules.weak_canceller(ev.removed_db) else "strong"
+        out.append(
+            Note(
+                "warning" if strength == "weak" else "info",
+                f"The echo canceller removes {ev.removed_db:.0f} dB of the speaker's echo ({strength}): "
+                f"barge-ins duck the replies by {rules.duck_depth(ev.removed_db):g} dB",
+            )
+        )
+    return replace(state, echo_removed_db=ev.removed_db)
 
 
 def on_storage(state: DeviceState, ev: StorageProblem, out: list[Action], rules: Rules) -> DeviceState:
