@@ -115,19 +115,21 @@ async def test_the_cancellers_removal_is_said_when_measured_and_when_it_moves(
     await listener.open()
     quiet = np.zeros(1600, dtype=np.float32)
 
-    async def heard(removal: float | None) -> list[float]:
+    async def heard(removal: float | None, said: int) -> list[float]:
+        """The removals said once a block was heard with ``removal`` (``said`` of them by then)."""
         mic.removal_db = removal
         mic.feed(quiet)
         while mic.pending_samples:
             await asyncio.sleep(0.02)
         await asyncio.sleep(0.1)
-        return [e.removed_db for e in rec.events if isinstance(e, EchoRemoval)]
+        await rec.wait_for(lambda _: len(rec.of(EchoRemoval)) >= said, timeout=5.0)
+        return [e.removed_db for e in rec.of(EchoRemoval)]
 
-    assert await heard(None) == []
-    assert await heard(44.04) == [44.0]
-    assert await heard(45.5) == [44.0]  # moved less than 2 dB
-    assert await heard(None) == [44.0]  # re-converging: the last figure holds
-    assert await heard(6.0) == [44.0, 6.0]
+    assert await heard(None, 0) == []
+    assert await heard(44.04, 1) == [44.0]
+    assert await heard(45.5, 1) == [44.0]  # moved less than 2 dB
+    assert await heard(None, 1) == [44.0]  # re-converging: the last figure holds
+    assert await heard(6.0, 2) == [44.0, 6.0]
     await listener.aclose()
 
 
