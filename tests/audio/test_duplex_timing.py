@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
@@ -21,6 +22,9 @@ from audio.hearing.front_end import (
     FrontEndSource,
     ResidualGate,
 )
+
+if TYPE_CHECKING:
+    from audio.tools.bench_duplex import WerFigures
 
 
 def test_the_sample_clock_ignores_jitter_and_follows_a_jump() -> None:
@@ -222,6 +226,15 @@ def test_the_bench_pools_its_sets_of_replies() -> None:
     assert barge.latencies == {"gate": [0.1, None, 0.2]} and barge.early == {"gate": 1}
 
 
+def _wer_printed(wer: WerFigures, capsys: pytest.CaptureFixture[str]) -> str:
+    """What ``print_tables`` prints with ``wer`` beside a one-room echo table and one barge-in."""
+    from audio.tools.bench_duplex import BargeInFigures, EchoFigures, print_tables
+
+    echo = EchoFigures({"full": [45.0]}, {("full", "gate"): 0}, 100, [0.1])
+    print_tables(echo, BargeInFigures({"gate": [0.2]}, {"gate": 0}), wer)
+    return capsys.readouterr().out
+
+
 def test_the_wer_check_pools_its_sets_and_ducks_by_the_devices_guard(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -231,12 +244,9 @@ def test_the_wer_check_pools_its_sets_and_ducks_by_the_devices_guard(
     from audio.tools.bench_duplex import (
         DEVICE_GUARD,
         WER_VIEWS,
-        BargeInFigures,
-        EchoFigures,
         GuardSpec,
         WerFigures,
         parse_guard,
-        print_tables,
     )
 
     assert parse_guard(DEVICE_GUARD) == GuardSpec("strict+gate")  # the runtime's values, nothing changed
@@ -244,9 +254,7 @@ def test_the_wer_check_pools_its_sets_and_ducks_by_the_devices_guard(
     pooled.add(WerFigures({"alone": 0, "ducked": 4, "gated": 3, "over": 22}, 22))
     assert set(pooled.errors) == set(WER_VIEWS) and pooled.words == 44
     assert pooled.errors == {"alone": 1, "ducked": 6, "gated": 8, "over": 42}
-    echo = EchoFigures({"full": [45.0]}, {("full", "gate"): 0}, 100, [0.1])
-    print_tables(echo, BargeInFigures({"gate": [0.2]}, {"gate": 0}), pooled)
-    out = capsys.readouterr().out
+    out = _wer_printed(pooled, capsys)
     assert "(44 words): alone 2.3 %" in out and f"({DEVICE_GUARD})" in out
     assert "13.6 % (+11.4 points), as the device transcribes it" in out
     assert "(the VAD's view) 18.2 % (+15.9 points)" in out and "not ducked 95.5 %" in out
@@ -261,11 +269,8 @@ def test_the_wer_check_prints_other_duck_depths_beside_the_devices(
     import argparse
 
     from audio.tools.bench_duplex import (
-        BargeInFigures,
-        EchoFigures,
         WerFigures,
         duck_view,
-        print_tables,
         register,
     )
 
@@ -274,22 +279,12 @@ def test_the_wer_check_prints_other_duck_depths_beside_the_devices(
     )
     pooled.add(WerFigures({"alone": 1, "ducked": 4, "gated": 2, "over": 40, duck_view(-30.0): 0}, 22))
     assert pooled.errors[duck_view(-30.0)] == 2 and pooled.words == 44
-    print_tables(
-        EchoFigures({"full": [45.0]}, {("full", "gate"): 0}, 100, [0.1]),
-        BargeInFigures({"gate": [0.2]}, {"gate": 0}),
-        pooled,
-    )
-    out = capsys.readouterr().out
+    out = _wer_printed(pooled, capsys)
     assert (
         "ducked by -12 dB (hearing.duck_db) and by other depths: ducked 22.7 % (+18.2 points); ducked -30 dB 4.5 % (+0.0 points)"
         in out
     )
-    print_tables(
-        EchoFigures({"full": [45.0]}, {("full", "gate"): 0}, 100, [0.1]),
-        BargeInFigures({"gate": [0.2]}, {"gate": 0}),
-        WerFigures(),
-    )
-    assert "other depths" not in capsys.readouterr().out  # none asked for: the line is left out
+    assert "other depths" not in _wer_printed(WerFigures(), capsys)  # none asked for: the line is left out
 
     parser = argparse.ArgumentParser()
     bench = parser.add_subparsers().add_parser("bench").add_subparsers()
@@ -403,11 +398,8 @@ def test_the_weak_cancellers_views_are_printed_on_a_line_of_their_own(
     from audio.hearing.settings import HearingSettings
     from audio.tools.bench_duplex import (
         RATE,
-        BargeInFigures,
-        EchoFigures,
         WerFigures,
         _utterance_from,
-        print_tables,
         register,
         weak_view,
     )
@@ -415,12 +407,7 @@ def test_the_weak_cancellers_views_are_printed_on_a_line_of_their_own(
     views = {"alone": 1, "ducked": 2, "gated": 2, "over": 9, weak_view(0.0): 30, weak_view(-30.0): 4}
     pooled = WerFigures(dict(views), 22, duck_db=-18.0, limit_db=6.0, weak_db=-30.0, weak_below_db=20.0)
     pooled.add(WerFigures(dict(views), 22))
-    print_tables(
-        EchoFigures({"full": [45.0]}, {("full", "gate"): 0}, 100, [0.1]),
-        BargeInFigures({"gate": [0.2]}, {"gate": 0}),
-        pooled,
-    )
-    out = capsys.readouterr().out
+    out = _wer_printed(pooled, capsys)
     assert (
         "over a canceller limited to 6 dB (the device ducks by hearing.duck_weak_db, -30 dB, over one "
         "removing less than hearing.weak_canceller_db, 20 dB), from the start detected over it: "
