@@ -169,7 +169,7 @@ def test_a_barge_in_over_a_weak_or_unmeasured_canceller_ducks_deeper() -> None:
 def test_the_weak_depth_is_the_deeper_of_the_two_and_zero_still_never_ducks() -> None:
     assert Rules(duck_db=-40.0, duck_weak_db=-30.0).duck_depth(6.0) == -40.0
     assert Rules(duck_db=-18.0, duck_weak_db=-30.0).duck_depth(6.0) == -30.0
-    assert Rules(duck_db=-18.0, duck_weak_db=-30.0).duck_depth(20.0) == -18.0  # at the threshold: strong
+    assert Rules(duck_db=-18.0, duck_weak_db=-30.0).duck_depth(30.0) == -18.0  # at the threshold: strong
     assert Rules(duck_db=0.0, duck_weak_db=-30.0).duck_depth(None) == 0.0
     assert Rules(weak_canceller_db=0.0).weak_canceller(0.0) is False  # 0 = never weak once measured
     run = Run(rules=Rules(duck_db=0.0))
