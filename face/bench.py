@@ -6,8 +6,10 @@ import asyncio
 import io
 import os
 import random
+import statistics
 import time
 from collections.abc import Callable
+from typing import Any
 
 from face.mouth_cues import Cue
 
@@ -113,6 +115,7 @@ async def bench_browser(seconds: float) -> dict[str, float]:
             s1 = await page.evaluate("({...window.faceStats})")
             dt = time.perf_counter() - t0
             fps, cpu = await paced
+            latencies = await state_latencies(server, page)
             await browser.close()
     finally:
         await server.stop()
@@ -121,7 +124,33 @@ async def bench_browser(seconds: float) -> dict[str, float]:
         "server_cpu": cpu,
         "page_raf_per_s": (s1["rafTicks"] - s0["rafTicks"]) / dt,
         "page_frames_per_s": (s1["framesDrawn"] - s0["framesDrawn"]) / dt,
+        "state_median_ms": statistics.median(latencies) * 1000,
+        "state_max_ms": max(latencies) * 1000,
+        "state_changes": len(latencies),
     }
+
+
+async def state_latencies(server: Renderer, page: Any, rounds: int = 5) -> list[float]:
+    """Seconds from ``show_state`` on a running controller to the page's ``data-state`` saying it,
+    for every state in turn, ``rounds`` times (the page polled every 10 ms: that is the resolution)."""
+    controller = FaceController(FaceSettings(), [server], random.Random(7))
+    task = asyncio.create_task(controller.run())
+    latencies: list[float] = []
+    try:
+        # every state that stays until changed (waking turns itself into idle), back to idle last
+        states = [s for s in FaceState if s not in (FaceState.IDLE, FaceState.WAKING)] + [FaceState.IDLE]
+        for _ in range(rounds):
+            for state in states:
+                t0 = time.perf_counter()
+                controller.show_state(state)
+                await page.wait_for_function(
+                    f"document.body.dataset.state === '{state.value}'", timeout=5000, polling=10
+                )
+                latencies.append(time.perf_counter() - t0)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    return latencies
 
 
 def run_bench(seconds: float = 3.0, which: tuple[str, ...] = ("terminal", "pygame", "browser")) -> int:
@@ -160,5 +189,10 @@ def run_bench(seconds: float = 3.0, which: tuple[str, ...] = ("terminal", "pygam
                 f"browser (headless chromium 800x480): page drew {r['page_frames_per_s']:.1f} frames/s "
                 f"(rAF {r['page_raf_per_s']:.1f}/s); server {r['server_fps']:.1f} fps at "
                 f"{r['server_cpu'] * 100:.1f}% of one core (goal: page keeps 30 fps)"
+            )
+            out(
+                f"browser: a state change reaches the page in {r['state_median_ms']:.0f} ms median, "
+                f"{r['state_max_ms']:.0f} ms at most, over {r['state_changes']:.0f} changes (polled every "
+                "10 ms; goal: median under 200 ms)"
             )
     return 0

@@ -185,3 +185,13 @@ async def test_page_reconnects_after_the_daemon_restarts() -> None:
         finally:
             await browser.close()
             await second.stop()
+
+
+async def test_the_browser_bench_measures_every_state_change() -> None:
+    from face.bench import bench_browser
+
+    figures = await bench_browser(1.0)
+    changes = 5 * (len(FaceState) - 1)  # every state but waking (it turns itself into idle), 5 rounds
+    assert figures["state_changes"] == changes
+    assert 0.0 < figures["state_median_ms"] <= figures["state_max_ms"] < 5000.0  # each one waited for
+    assert figures["page_frames_per_s"] > 0.0
