@@ -108,6 +108,14 @@ class Outbox:
         self.boot = boot
         self.max_events = max_events
         self._lock = threading.Lock()
+        # pending() reads through a connection of its own, never waiting for a commit (the link
+        # calls it on the event loop): WAL gives it the last committed snapshot, and a commit with
+        # synchronous=FULL is visible to other connections only once it is on disk.
+        self._read_lock = threading.Lock()
+        self._reader: sqlite3.Connection | None = None
+        self._reader_of = -1
+        self._generation = 0
+        """Bumped whenever ``_db`` is replaced (a recovery): a reader of an older one is reopened."""
         # Storage faults (the state directory turned read-only): events are served from memory.
         self.fault: str | None = None
         """Why the database cannot be written now (None: it can)."""
@@ -151,8 +159,9 @@ class Outbox:
         commit: one fsync for the batch); return the events.
 
         All or nothing: :class:`OutboxError` if they cannot be stored (then no ``seq`` is consumed).
-        While the storage takes no writes they are kept in memory, like a single event. Other readers
-        (:meth:`pending`) wait for the lock, so they see the batch only once it is on disk.
+        While the storage takes no writes they are kept in memory, like a single event.
+        :meth:`pending` reads through its own connection and sees the batch once it is on disk (the
+        commit), without waiting for it.
         """
         with self._lock:
             first = self._last_seq + 1
@@ -203,7 +212,46 @@ class Outbox:
         return excess
 
     def pending(self, limit: int = 100) -> list[tuple[int, bytes]]:
-        """Up to ``limit`` unacknowledged ``(key, payload)`` pairs, oldest first (all boots)."""
+        """Up to ``limit`` unacknowledged ``(key, payload)`` pairs, oldest first (all boots).
+
+        Only what is on disk: a batch being committed meanwhile is not seen until its commit is
+        (read from a connection of its own, without waiting for the writer's lock: the fsync of a
+        slow SD card must not hold up the event loop). While the storage takes no writes (or the
+        read fails) it is read under the lock, with the events kept in memory."""
+        if self.fault is None:
+            with self._read_lock:
+                rows = self._read(limit)
+            if rows is not None:
+                return rows
+        return self._pending_locked(limit)
+
+    def _read(self, limit: int) -> list[tuple[int, bytes]] | None:
+        """The oldest ``limit`` committed events through the reader (None: it cannot read now)."""
+        generation = self._generation
+        try:
+            if self._reader is None or self._reader_of != generation:
+                self._close_reader()
+                uri = f"{self.path.absolute().as_uri()}?mode=ro"
+                self._reader = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
+                self._reader_of = generation
+            rows = self._reader.execute("SELECT key, payload FROM events ORDER BY key LIMIT ?", (limit,))
+            found = rows.fetchall()
+        except sqlite3.Error as err:
+            _LOGGER.debug("outbox %s: the reader failed (%s); reading under the lock", self.path, err)
+            self._close_reader()
+            return None
+        if self.fault is not None or self._generation != generation:
+            return None  # the storage failed or recovered meanwhile: the locked read knows which
+        return [(int(key), bytes(payload)) for key, payload in found]
+
+    def _close_reader(self) -> None:
+        if self._reader is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._reader.close()
+            self._reader = None
+
+    def _pending_locked(self, limit: int = 100) -> list[tuple[int, bytes]]:
+        """:meth:`pending` under the writer's lock (waits for a commit in progress)."""
         with self._lock:
             if self.fault is not None and not self._recover():
                 return [(h.key, h.payload) for h in self._held[:limit]]
@@ -340,6 +388,7 @@ class Outbox:
         with contextlib.suppress(sqlite3.Error):
             self._db.close()
         self._db = db
+        self._generation += 1
         self._renamed.update(renamed)
         _LOGGER.warning(
             "Outbox %s can be written again: %d events kept in memory are on disk again",
@@ -359,3 +408,5 @@ class Outbox:
         """Close the database."""
         with self._lock:
             self._db.close()
+        with self._read_lock:
+            self._close_reader()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,39 @@ def test_outbox_survives_reopen_and_ack(tmp_path: Path) -> None:
     assert len(box) == 4 and box.pending(1)[0][1] != first_payload
     again = Outbox(tmp_path / "o.db", "dev", 2)  # ids and payloads are stable across re-sends
     assert again.pending(100) == box.pending(100)
+
+
+def test_pending_reads_what_is_on_disk_without_waiting_for_a_commit(tmp_path: Path) -> None:
+    """The link lists pending events on the event loop: a commit in progress (the writer's lock held,
+    its rows written, its fsync not done) neither holds it up nor shows it anything not yet on disk."""
+    box = Outbox(tmp_path / "o.db", "dev", 1)
+    for i in range(2):
+        box.append(TapBody(source="sim", ts=float(i)))
+    payload = box.pending(1)[0][1]
+    with ThreadPoolExecutor(1) as pool, box._lock:  # a writer mid-commit: its transaction open
+        box._db.execute("BEGIN IMMEDIATE")
+        box._db.execute("INSERT INTO events (id, boot, seq, payload) VALUES ('dev-1-3', 1, 3, ?)", (payload,))
+        seen = pool.submit(box.pending).result(timeout=10)  # a read that waited would time out here
+        assert [decode_event(p).seq for _, p in seen] == [1, 2]
+        box._db.execute("COMMIT")
+        assert len(pool.submit(box.pending).result(timeout=10)) == 3  # committed: on disk, seen
+    box.close()
+
+
+def test_bench_outbox_prints_the_reads_beside_the_locked_baseline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from device.cli import main
+
+    assert main(["bench", "outbox", "--events", "20", "--dir", str(tmp_path), "--commit-ms", "10"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split("  ")[1].strip(): line.split()[-3:] for line in out.splitlines() if " ms" not in line
+            and ("own reader" in line or "writer's lock" in line)}  # fmt: skip
+    assert set(rows) == {"own reader (the link's)", "under the writer's lock"}, out
+    for median, p99, worst in rows.values():
+        assert 0.0 < float(median) <= float(p99) <= float(worst)
+    # the locked read waits for the commit in progress (10 ms held), the link's own reader does not
+    assert float(rows["own reader (the link's)"][0]) < float(rows["under the writer's lock"][0]) / 2
 
 
 def test_a_bad_event_body_cannot_even_be_built(tmp_path: Path) -> None:

@@ -133,10 +133,12 @@ async def test_the_loop_runs_while_a_slow_commit_is_in_progress(tmp_path: Path) 
         gaps.append(time.monotonic() - t)
     assert max(gaps) < 0.2, gaps
     assert log.lines == [] and dispatch._committer is not None  # ... and it is still running
-    # A reader (the link) sees the whole batch once it is on disk, never part of it or before it.
-    assert len(await asyncio.to_thread(outbox.pending)) == 5
+    # A reader (the link, on the loop) does not wait for the commit: it sees none of the batch
+    # before it is on disk (had it waited for the writer, it would have seen all five), then all.
+    assert outbox.pending() == []
     await dispatch.flush()
     assert log.lines == [("notify",)]  # the link is woken back on the loop, after the commit
+    assert [key for key, _ in outbox.pending()] == [1, 2, 3, 4, 5]
     outbox.close()
 
 
