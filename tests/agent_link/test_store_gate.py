@@ -75,6 +75,21 @@ def test_pending_reads_what_is_on_disk_without_waiting_for_a_commit(tmp_path: Pa
     box.close()
 
 
+def test_the_link_s_reads_never_pin_the_write_ahead_log(tmp_path: Path) -> None:
+    """Months of append, list, acknowledge: a reader that kept a read transaction open would stop
+    SQLite's checkpoints from restarting the WAL, and it would grow with every event."""
+    box = Outbox(tmp_path / "o.db", "dev", 1)
+    sizes = []
+    for i in range(2400):
+        box.append(TapBody(source="sim", ts=float(i)))
+        for key, _ in box.pending(10):
+            box.ack(key)
+        if i % 1200 == 1199:
+            sizes.append((tmp_path / "o.db-wal").stat().st_size)
+    assert sizes[0] == sizes[1] < 5_000_000, sizes  # the 1000-page checkpoint size, reused
+    box.close()
+
+
 def test_bench_outbox_prints_the_reads_beside_the_locked_baseline(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
