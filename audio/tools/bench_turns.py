@@ -27,9 +27,9 @@ import statistics
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -248,7 +248,7 @@ def _outcome(clip: Clip, events: list[AudioEvent], received: list[float], asks: 
     out = Outcome(clip)
     out.ask_log = [
         f"p={a.probability:.2f} {a.text!r}{'' if a.end_prob is None else f' end={a.end_prob:.2f}'}"
-        f" → {'complete' if a.complete else 'wait'}"
+        f" → {'complete' if a.complete else 'late (turn_late_ms)' if a.late else 'wait'}"
         for a in asks
     ]
     out.utterances = sum(isinstance(e, SpeechStarted) for e in events)
@@ -374,16 +374,19 @@ def parse_config(spec: str, base: HearingSettings) -> tuple[str, HearingSettings
     → (label, settings); LATE_MS is ``turn_late_ms`` (0: no late check), DECODE_MS ``turn_decode_ms``
     (the pause at which the speculative decode starts, at most PAUSE_MS; 0: with the question),
     ASK_MS ``turn_ask_ms`` (the pause at which the model is asked, at most PAUSE_MS; 0: at PAUSE_MS),
-    HOLD_MS ``turn_hold_ms`` (the least pause a "complete" verdict ends; 0: PAUSE_MS)."""
-    detector, _, rest = spec.partition(":")
-    check, _, rest = rest.partition(":")
-    threshold, _, rest = rest.partition(":")
-    pause, _, rest = rest.partition(":")
-    late, _, rest = rest.partition(":")
-    decode, _, rest = rest.partition(":")
-    ask, _, hold = rest.partition(":")
+    HOLD_MS ``turn_hold_ms`` (the least pause a "complete" verdict ends; 0: PAUSE_MS). Any part
+    ``KEY=VALUE`` (anywhere after the detector) sets that ``[hearing]`` setting instead, e.g.
+    ``smart_turn:turn_patient_ms=0``."""
+    detector, *parts = spec.split(":")
+    positional = [p for p in parts if "=" not in p]
+    overrides = dict(_override(p, base) for p in parts if "=" in p)
+    check, threshold, pause, late, decode, ask, hold = (positional + [""] * 7)[:7]
+    if len(positional) > 7:
+        raise ValueError(f"too many parts in {spec!r}")
     if detector == "silence":
-        return "silence", replace(base, turn_detector="silence")
+        s = replace(base, turn_detector="silence", **overrides)
+        s.validate()
+        return "silence" + "".join(f":{k}={v}" for k, v in overrides.items()), s
     if detector != "smart_turn":
         raise ValueError(
             f"unknown detector {detector!r}"
@@ -400,9 +403,26 @@ def parse_config(spec: str, base: HearingSettings) -> tuple[str, HearingSettings
         turn_ask_ms=int(ask) if ask else base.turn_ask_ms,
         turn_hold_ms=int(hold) if hold else base.turn_hold_ms,
     )
+    s = replace(s, **overrides)
     s.validate()
     label = f"smart_turn:{s.turn_text_check}:{s.turn_threshold:g}:{s.turn_pause_ms}:{s.turn_late_ms}"
-    return f"{label}:{s.turn_decode_ms}:{s.turn_ask_ms}:{s.turn_hold_ms}", s
+    label += f":{s.turn_decode_ms}:{s.turn_ask_ms}:{s.turn_hold_ms}"
+    return label + "".join(f":{k}={v}" for k, v in overrides.items()), s
+
+
+def _override(part: str, base: HearingSettings) -> tuple[str, Any]:
+    """``KEY=VALUE`` → (key, value of the setting's type)."""
+    key, _, text = part.partition("=")
+    if key not in {f.name for f in fields(base)}:
+        raise ValueError(f"unknown [hearing] setting {key!r} in {part!r}")
+    current = getattr(base, key)
+    if isinstance(current, bool):
+        return key, text.lower() in ("1", "true", "yes", "on")
+    if isinstance(current, int):
+        return key, int(text)
+    if isinstance(current, float):
+        return key, float(text)
+    return key, text
 
 
 def dump_asks(path: Path, name: str, outcomes: list[Outcome]) -> None:

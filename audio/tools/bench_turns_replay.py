@@ -34,7 +34,7 @@ import numpy as np
 
 from audio.hearing.engine import Transcriber
 from audio.hearing.settings import HearingSettings
-from audio.hearing.turn import END_MIN, SURE, late_complete, turn_complete
+from audio.hearing.turn import END_MIN, SURE, late_complete, text_hint, turn_complete
 from audio.hearing.turn_model import TurnModel
 from audio.hearing.vad import FrameSegmenter, TurnQuestion, UtteranceBegan, UtteranceComplete, UtterancePart
 from audio.tools.bench_turns import RATE, Clip
@@ -46,6 +46,12 @@ DECODE_FRAMES = (3, 6)
 VERDICT_DELAY_MS = 100
 """A verdict asked at a silence counts when the pause lasts this much longer (the model's time)."""
 NOISE_DB = -65.0
+PATIENT_FRAMES = (17, 20, 23, 27, 33)
+"""Silences (frames) at which ``replay_cache`` tries a patient check."""
+PATIENT_ENDS = (0.4, 0.5, 0.6, 0.7)
+"""End probabilities the patient check is tried with."""
+PATIENT_SURE = (1.01, 0.95, 0.9)
+"""Model probabilities the patient check is tried with (above 1: the words alone)."""
 """The bench's room noise (``SimulatedMicrophone(noise_db=...)``)."""
 
 
@@ -178,10 +184,25 @@ class Rule:
     """The late text check: at this silence (frames; 0 = none) a transcript that ends like a sentence
     with ``end_prob >= late_end`` ends the turn whatever the model said."""
     late_end: float = 1.01
+    patient: int = 0
+    """The patient check: at this longer silence (frames; 0 = none) the late check's words rule with
+    the lower ``patient_end`` ends the turn, or the model's answer to the question (``ask``) at
+    least ``patient_sure`` with words not ending on a word no sentence ends on (docs/hearing.md: "A
+    late check for the model alone"; neither is in the runtime)."""
+    patient_end: float = 1.01
+    patient_sure: float = 1.01
+    """The patient check also ends a turn the model called complete with at least this probability
+    whatever the decoder's end probability (a transcript not ending on a word no sentence ends on)."""
+    hold: int = 0
+    """A "complete" verdict ends the turn only once the pause has lasted this long (frames;
+    ``hearing.turn_hold_ms``)."""
 
     def label(self) -> str:
         re = "+".join(str(r) for r in self.reask) or "-"
         late = f" L{self.late}@{self.late_end:g}" if self.late else ""
+        late += f" P{self.patient}@{self.patient_end:g}" if self.patient else ""
+        late += f"/{self.patient_sure:g}" if self.patient and self.patient_sure <= 1.0 else ""
+        late += f" H{self.hold}" if self.hold else ""
         return (
             f"ask{self.ask} re{re} dec{self.decode} {self.check} t{self.threshold:g} e{self.end_min:g} "
             f"s{self.sure:g}{late}"
@@ -212,13 +233,24 @@ def _decision(rule: Rule, pause: dict[str, Any], frame_ms: int) -> tuple[int, fl
             prob, text, rule.threshold, rule.check, end_prob=end_prob, end_min=rule.end_min, sure=rule.sure
         ):
             model_ms = pause["model_ms"].get(str(r), 100.0)
-            ready = max(r * frame_ms + model_ms, decoded_at)
-            if pause["resumed"] and (r * frame_ms + VERDICT_DELAY_MS) > pause["run"] * frame_ms:
-                continue  # the answer comes after speech resumed: stale
+            ready = max(r * frame_ms + model_ms, decoded_at, rule.hold * frame_ms)
+            ends_at = max(r * frame_ms + VERDICT_DELAY_MS, rule.hold * frame_ms + 1)
+            if pause["resumed"] and ends_at > pause["run"] * frame_ms:
+                continue  # the answer (or the hold) comes after speech resumed: stale
             return r, ready
-    lasted = pause["run"] > rule.late or not pause["resumed"]
-    if rule.late and lasted and late_complete(text, end_prob, rule.late_end):
-        return rule.late, max(rule.late * frame_ms, decoded_at)
+    first = pause["probs"].get(str(rule.ask), pause["probs"].get(rule.ask))
+    for after, least, sure in (
+        (rule.late, rule.late_end, 1.01),
+        (rule.patient, rule.patient_end, rule.patient_sure),
+    ):
+        lasted = pause["run"] > after or not pause["resumed"]
+        words = text is not None and text_hint(text) in ("final", "open")
+        if (
+            after
+            and lasted
+            and (late_complete(text, end_prob, least) or (words and first is not None and first >= sure))
+        ):
+            return after, max(after * frame_ms, decoded_at)
     return None
 
 
@@ -279,9 +311,11 @@ PREVIOUS = Rule(ask=6, decode=6, threshold=0.5, check="words+punctuation")
 
 def default_rule(settings: HearingSettings) -> Rule:
     """The rule the runtime runs with ``settings`` (the decode of the cache nearest its pause)."""
-    ask = max(1, settings.turn_pause_ms // settings.block_ms)
+    fms = settings.block_ms
+    ask = max(1, settings.turn_pause_ms // fms)
     decode = max(f for f in DECODE_FRAMES if f <= ask) if ask >= DECODE_FRAMES[0] else DECODE_FRAMES[0]
-    late = -(-settings.turn_late_ms // settings.block_ms) if settings.turn_text_check == "words+end" else 0
+    words_end = settings.turn_text_check == "words+end"
+    late = -(-settings.turn_late_ms // fms) if words_end else 0
     return Rule(
         ask,
         (),
@@ -292,6 +326,7 @@ def default_rule(settings: HearingSettings) -> Rule:
         SURE,
         late,
         settings.turn_late_end,
+        hold=-(-settings.turn_floor_ms // fms),
     )
 
 
@@ -318,7 +353,7 @@ def fmt(row: dict[str, Any]) -> str:
     """One printed line of ``score``."""
     turns = row["turns"]
     return (
-        f"{row['rule']:<50} split {row['split']:>2}/{turns:<3} fallback {row['fallback']:>2}/{turns:<3} "
+        f"{row['rule']:<72} split {row['split']:>2}/{turns:<3} fallback {row['fallback']:>2}/{turns:<3} "
         f"est {row['est median']:>5.0f}/{row['est p90']:>5.0f} ms  whole {row['whole']:>3}/{row['hes']:<3}"
     )
 
@@ -347,7 +382,13 @@ def replay_cache(path: Path, settings: HearingSettings | None = None) -> None:
         for r in [PREVIOUS, default, *best]:
             tag = "previous" if r == PREVIOUS else "default" if r == default else "best"
             print(f"  {tag:<8} tune {fmt(score(r, tune, frame_ms))}")
-            print(f"  {'':<8} held {fmt(score(r, held, frame_ms))[50:]}")
+            print(f"  {'':<8} held {fmt(score(r, held, frame_ms))[72:]}")
     print(f"== all ({len(clips)} clips)")
     for r in [PREVIOUS, replace(PREVIOUS, check="off"), replace(default, late=0), default]:
         print("  " + fmt(score(r, clips, frame_ms)))
+    print(
+        "== the runtime's rule with other patient checks (a longer silence, a lower end probability, a sure model)"
+    )
+    for patient, least, sure in itertools.product(PATIENT_FRAMES, PATIENT_ENDS, PATIENT_SURE):
+        rule = replace(default, patient=patient, patient_end=least, patient_sure=sure)
+        print("  " + fmt(score(rule, clips, frame_ms)))

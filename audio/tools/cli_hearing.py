@@ -157,7 +157,8 @@ def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction)
         "--configs",
         default="smart_turn,smart_turn:words+end:0.3:120:390:0:30:0,silence",
         help="detectors side by side: smart_turn[:off|words|words+punctuation|words+end[:THRESHOLD"
-        "[:PAUSE_MS[:LATE_MS[:DECODE_MS[:ASK_MS[:HOLD_MS]]]]]]] and silence, each optionally with @blas-pool "
+        "[:PAUSE_MS[:LATE_MS[:DECODE_MS[:ASK_MS[:HOLD_MS]]]]]]] and silence, any part KEY=VALUE setting that "
+        "[hearing] key (e.g. smart_turn:turn_late_end=0.7), each optionally with @blas-pool "
         "(numpy's BLAS pool at the library's default, the baseline of the runtime's one BLAS thread) "
         "(default: the runtime's rule, the same without the hold (a complete verdict ends the turn at "
         "the pause's end, 120 ms), and silence)",

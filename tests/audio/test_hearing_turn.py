@@ -7,7 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from audio.hearing.turn import OPEN_THRESHOLD, late_complete, text_hint, turn_complete
+from audio.hearing.turn import (
+    OPEN_THRESHOLD,
+    late_complete,
+    text_hint,
+    turn_complete,
+)
 
 
 @pytest.mark.parametrize(
@@ -131,6 +136,16 @@ def test_bench_configs_name_the_late_check_and_the_decode_and_ask_pauses() -> No
         parse_config("smart_turn:words+end:0.3:120:2000", base)  # past the fallback
     with pytest.raises(ValueError, match="turn_decode_ms"):
         parse_config("smart_turn:words+end:0.3:120:390:150", base)  # after the question
+    label, s = parse_config("smart_turn:turn_fallback_ms=1200:words+end", base)  # any setting by name
+    assert s.turn_fallback_ms == 1200 and s.turn_text_check == "words+end"
+    assert label.endswith(":turn_fallback_ms=1200")
+    label, s = parse_config("silence:end_silence_ms=500", base)
+    assert (label, s.turn_detector, s.end_silence_ms) == ("silence:end_silence_ms=500", "silence", 500)
+    with pytest.raises(ValueError, match="unknown"):
+        parse_config("smart_turn:turn_patience=3", base)
+    with pytest.raises(ValueError, match="turn_late_end"):  # checked like the config file
+        parse_config("smart_turn:turn_late_end=1.5", base)
+    assert parse_config("smart_turn:turn_late_ms=0", base)[1].turn_late_ms == 0  # by name: off
 
 
 def test_a_bench_config_can_run_with_the_blas_pool_as_the_baseline() -> None:

@@ -85,6 +85,33 @@ def test_re_asking_later_in_the_pause_can_end_a_turn_the_first_answer_kept_open(
     assert not replay_clip(reask, _clip("complete", [slow]), FRAME_MS).fallback
 
 
+def test_the_patient_check_ends_a_sentence_the_late_one_leaves_at_its_longer_silence() -> None:
+    unsure = _pause(50, False, {4: 0.05, 6: 0.05, 10: 0.05}, "Maybe the fitness one.", 0.69)
+    late = replace(WORDS_END, late=13, late_end=0.8)
+    assert replay_clip(late, _clip("complete", [unsure]), FRAME_MS).fallback
+    patient = replace(late, patient=23, patient_end=0.6)
+    res = replay_clip(patient, _clip("complete", [unsure]), FRAME_MS)
+    assert not res.fallback and res.latency_ms == 23 * FRAME_MS
+    half = _pause(20, True, {4: 0.05, 6: 0.05, 10: 0.05}, "That feature is not available.", 0.7)
+    assert replay_clip(patient, _clip("hesitation", [half, WHOLE], pause_s=0.6), FRAME_MS).whole
+    long_half = replace_pause(half, run=35)
+    assert not replay_clip(patient, _clip("hesitation", [long_half, WHOLE], pause_s=1.2), FRAME_MS).whole
+
+
+def replace_pause(pause: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    return {**pause, **changes}
+
+
+def test_the_hold_delays_a_complete_verdict_and_speech_within_it_keeps_the_turn_open() -> None:
+    comma = _pause(7, True, {3: 0.9, 6: 0.9}, "Yes.", 0.9)  # "Yes, please.": a 210 ms comma
+    early = replace(WORDS_END, ask=3)  # its answer by 190 ms
+    assert not replay_clip(early, _clip("complete", [comma, WHOLE]), FRAME_MS).whole
+    held = replace(early, hold=8)
+    assert replay_clip(held, _clip("complete", [comma, WHOLE]), FRAME_MS).whole
+    res = replay_clip(replace(held, ask=4), _clip("complete", [WHOLE]), FRAME_MS)
+    assert res.latency_ms is not None and res.latency_ms >= 8 * FRAME_MS
+
+
 def test_score_counts_turns_and_hesitations_up_to_the_limit() -> None:
     clips = [
         _clip("complete", [WHOLE]),
