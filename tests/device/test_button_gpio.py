@@ -84,23 +84,18 @@ async def test_held_is_a_long_press_emitted_while_held(factory: MockFactory) -> 
     assert [p.kind for p in got.presses] == ["long"]
 
 
-async def test_active_high_with_external_pull_down(factory: MockFactory) -> None:
-    button = _button(factory, active_high=True, debounce_ms=10, long_press_ms=2000)
-    got = PressCollector()
-    button.start(got.loop, got)
-    pin = factory.pin(PIN)
-    try:
-        pin.drive_high()
-        await got.settle(0.1)
-        pin.drive_low()
-        presses = await got.wait_for(1)
-    finally:
-        button.close()
-    assert [p.kind for p in presses] == ["tap"]
-
-
-async def test_pull_down_means_pressed_is_high(factory: MockFactory) -> None:
-    button = _button(factory, pull_up=False, debounce_ms=10, long_press_ms=2000)
+@pytest.mark.parametrize(
+    "wiring",
+    [
+        {"active_high": True},  # an external pull-down: pressed is high
+        {"pull_up": False},  # the internal pull-down: pressed is high
+    ],
+    ids=["active-high-external-pull-down", "internal-pull-down"],
+)
+async def test_a_button_wired_to_pull_down_is_pressed_when_high(
+    factory: MockFactory, wiring: dict[str, bool]
+) -> None:
+    button = _button(factory, debounce_ms=10, long_press_ms=2000, **wiring)
     got = PressCollector()
     button.start(got.loop, got)
     pin = factory.pin(PIN)
