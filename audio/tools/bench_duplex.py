@@ -43,6 +43,7 @@ from audio.hearing.front_end import RATE, EchoCanceller, FrontEnd, FrontEndOptio
 from audio.hearing.settings import HearingSettings
 from audio.hearing.vad import Endpointer, SpeechDetector, UtteranceBegan, frame_level_db
 from audio.tools.cli_hearing import positive_int
+from audio.tools.proportions import interval_pct
 
 SPEECH_DIR = Path("/work/shared/data/speech")
 REPLIES: tuple[str, ...] = (
@@ -821,6 +822,10 @@ def _print_echo(echo: EchoFigures, guards: list[str]) -> None:
         print(f"{name:<16}{med:>12}{low:>10}{row}")
     cold = "".join(f"{100.0 * echo.cold_starts[('full', g)] / echo.replies:>31.1f}" for g in guards)
     print(f"{'full, cold start':<38}{cold}   (the first reply after the canceller started)")
+    bounds = ", ".join(
+        f"{g} {interval_pct(min(echo.false_starts[('full', g)], echo.replies), echo.replies)}" for g in guards
+    )
+    print(f"(false/100 with the full canceller, 95 % interval: {bounds})")
 
 
 def _print_barge_in(barge: BargeInFigures, guards: list[str]) -> None:
@@ -829,12 +834,15 @@ def _print_barge_in(barge: BargeInFigures, guards: list[str]) -> None:
         f"\nBarge-in: {len(next(iter(barge.latencies.values())))} user onsets over replies (room echo -6 dB)"
     )
     print(
-        f"{'guard':<20}{'within 300 ms %':>16}{'detected %':>12}{'median ms':>11}{'false before onset':>20}"
+        f"{'guard':<20}{'within 300 ms %':>16}{'95 % interval':>15}{'detected %':>12}{'median ms':>11}"
+        f"{'false before onset':>20}"
     )
     for g in guards:
         lat = barge.latencies[g]
+        within = sum(1 for v in lat if v is not None and v <= 0.3)
         print(
-            f"{g:<20}{_pct(lat, 0.3):>16.1f}{_pct(lat, 1.5):>12.1f}{_median_ms(lat):>11}{barge.early[g]:>20}"
+            f"{g:<20}{_pct(lat, 0.3):>16.1f}{interval_pct(within, len(lat)):>15}{_pct(lat, 1.5):>12.1f}"
+            f"{_median_ms(lat):>11}{barge.early[g]:>20}"
         )
 
 

@@ -42,6 +42,7 @@ from audio.hearing.settings import HearingSettings
 from audio.hearing.turn_model import TurnModel
 from audio.hearing.vad import frame_level_db
 from audio.hearing.wer import reference_words, word_errors
+from audio.tools.proportions import interval_pct
 
 RATE = 16000
 FRAME = 480
@@ -308,6 +309,7 @@ def summary(name: str, outcomes: list[Outcome], pauses: list[float]) -> dict[str
     upto = [o for o in outcomes if o.clip.kind == "hesitation" and o.clip.pause_s <= 1.2 + 1e-9]
     whole = sum(o.whole for o in upto)
     row["whole<=1.2s"] = f"{100 * whole / max(1, len(upto)):.0f}%"
+    row["95 % interval"] = interval_pct(whole, len(upto))  # the run's spread (audio.tools.proportions)
     utts = sum(o.utterances for o in outcomes)
     cpu = sum(o.model_cpu_ms for o in outcomes)
     row["model cpu/utt"] = f"{cpu / max(1, utts):.0f} ms"
