@@ -309,7 +309,7 @@ def summary(name: str, outcomes: list[Outcome], pauses: list[float]) -> dict[str
     upto = [o for o in outcomes if o.clip.kind == "hesitation" and o.clip.pause_s <= 1.2 + 1e-9]
     whole = sum(o.whole for o in upto)
     row["whole<=1.2s"] = f"{100 * whole / max(1, len(upto)):.0f}%"
-    row["95 % interval"] = interval_pct(whole, len(upto))  # the run's spread (audio.tools.proportions)
+    row["whole 95 % interval"] = interval_pct(whole, len(upto))  # the run's spread (audio.tools.proportions)
     utts = sum(o.utterances for o in outcomes)
     cpu = sum(o.model_cpu_ms for o in outcomes)
     row["model cpu/utt"] = f"{cpu / max(1, utts):.0f} ms"
@@ -378,7 +378,7 @@ def parse_config(spec: str, base: HearingSettings) -> tuple[str, HearingSettings
     ASK_MS ``turn_ask_ms`` (the pause at which the model is asked, at most PAUSE_MS; 0: at PAUSE_MS),
     HOLD_MS ``turn_hold_ms`` (the least pause a "complete" verdict ends; 0: PAUSE_MS). Any part
     ``KEY=VALUE`` (anywhere after the detector) sets that ``[hearing]`` setting instead, e.g.
-    ``smart_turn:turn_patient_ms=0``."""
+    ``smart_turn:turn_late_end=0.7``."""
     detector, *parts = spec.split(":")
     positional = [p for p in parts if "=" not in p]
     overrides = dict(_override(p, base) for p in parts if "=" in p)

@@ -46,13 +46,13 @@ DECODE_FRAMES = (3, 6)
 VERDICT_DELAY_MS = 100
 """A verdict asked at a silence counts when the pause lasts this much longer (the model's time)."""
 NOISE_DB = -65.0
+"""The bench's room noise (``SimulatedMicrophone(noise_db=...)``)."""
 PATIENT_FRAMES = (17, 20, 23, 27, 33)
 """Silences (frames) at which ``replay_cache`` tries a patient check."""
 PATIENT_ENDS = (0.4, 0.5, 0.6, 0.7)
 """End probabilities the patient check is tried with."""
 PATIENT_SURE = (1.01, 0.95, 0.9)
 """Model probabilities the patient check is tried with (above 1: the words alone)."""
-"""The bench's room noise (``SimulatedMicrophone(noise_db=...)``)."""
 
 
 def _stream(audio: np.ndarray, fallback_ms: int, rng: np.random.Generator) -> np.ndarray:
@@ -238,18 +238,16 @@ def _decision(rule: Rule, pause: dict[str, Any], frame_ms: int) -> tuple[int, fl
             if pause["resumed"] and ends_at > pause["run"] * frame_ms:
                 continue  # the answer (or the hold) comes after speech resumed: stale
             return r, ready
+    # The late and patient checks, in that order: the words alone, or (patient) a sure model.
     first = pause["probs"].get(str(rule.ask), pause["probs"].get(rule.ask))
+    open_ok = text is not None and text_hint(text) in ("final", "open") and first is not None
     for after, least, sure in (
-        (rule.late, rule.late_end, 1.01),
+        (rule.late, rule.late_end, SURE),
         (rule.patient, rule.patient_end, rule.patient_sure),
     ):
-        lasted = pause["run"] > after or not pause["resumed"]
-        words = text is not None and text_hint(text) in ("final", "open")
-        if (
-            after
-            and lasted
-            and (late_complete(text, end_prob, least) or (words and first is not None and first >= sure))
-        ):
+        if not after or (pause["resumed"] and pause["run"] <= after):
+            continue  # off, or speech resumed before that silence
+        if late_complete(text, end_prob, least) or (open_ok and first >= sure):
             return after, max(after * frame_ms, decoded_at)
     return None
 
