@@ -7,7 +7,8 @@ end on ("… out of", "… the North which") or without a full stop. ``turn_comp
 ``hearing.turn_text_check`` says (docs/hearing.md has the measurements):
 
 - ``off``: the model alone, ``p >= threshold``;
-- ``words``: a last word in ``OPEN_WORDS`` keeps the turn open whatever the model says;
+- ``words``: a last word in ``OPEN_WORDS`` keeps the turn open whatever the model says, and so do
+  words that only open a turn (``PREFACE_WORDS``: "Actually," "Well," "Um," before a pause);
 - ``words+punctuation``: also, a transcript that does not end in ``.``, ``?`` or ``!`` (or ends in
   an ellipsis) needs ``p >= OPEN_THRESHOLD``;
 - ``words+end`` (default): the ``words`` rule, then the decoder's own probability of a sentence
@@ -72,6 +73,18 @@ conjunctions, relative and possessive words. Particles and prepositions that oft
 ("turn it off", "sit down", "what is it for", "where are you from") and pronouns ("I saw her") are
 not here: a wrong "unfinished" costs the fallback's wait on a finished turn."""
 
+PREFACE_WORDS: frozenset[str] = frozenset(
+    ["actually", "well", "so", "um", "umm", "uh", "uhm", "er", "erm", "hmm", "hm", "mm"]
+)
+"""Words that open a turn and are almost never the whole of one: a transcript of nothing else
+("Actually.", "Well,", "Um, so") keeps the turn open whatever the model says. Spoken before a comma
+pause they read as a finished one-word turn to the model and often to the decoder: `make demo`'s
+barge-in "Actually, please stop the story." said over the reply once arrived as "Actually." (ended
+at the comma, 0.94) and "Please stop the story." (heard poorly over the next reply); Piper's pause
+after "Actually," is 210-270 ms to the VAD, the hold 240. One-word answers ("Yes.", "No.",
+"Okay.", "Wait.", "Stop.") are turns and are not here; neither are words that often end a sentence
+when other words come first ("I did, actually." "I'm well."): only a transcript of these alone."""
+
 OPEN_THRESHOLD = 0.9
 """``words+punctuation``: the probability a transcript without a sentence mark needs."""
 
@@ -99,6 +112,9 @@ def text_hint(text: str) -> TextHint | None:
         return None
     match = _LAST_WORD.search(stripped)
     if match is not None and match.group(1).lower().strip("'") in OPEN_WORDS:
+        return "unfinished"
+    words = [w.lower().strip("'") for w in _WORD.findall(stripped)]
+    if words and all(w in PREFACE_WORDS for w in words):
         return "unfinished"
     if stripped.endswith(("...", "…")) or not stripped.endswith((".", "?", "!")):
         return "open"

@@ -27,6 +27,14 @@ from audio.hearing.turn import (
         ("and so my fellow Americans,", "open"),
         ("I was thinking...", "open"),
         ("Turn it off", "open"),
+        ("Actually.", "unfinished"),  # a word that opens a turn, alone, before a pause
+        ("Um, well...", "unfinished"),
+        ("Hmm.", "unfinished"),
+        ("I did, actually.", "final"),  # the same word ending a sentence
+        ("I'm well.", "final"),
+        ("So what?", "final"),
+        ("No.", "final"),  # one-word answers are turns
+        ("Wait.", "final"),
         ("  ", None),
     ],
 )
@@ -43,6 +51,14 @@ def test_a_word_no_sentence_ends_on_keeps_the_turn_open() -> None:
     for check in ("words", "words+punctuation"):
         assert not turn_complete(0.99, "Can we do the", 0.5, check)
         assert turn_complete(0.6, "Turn on the lights.", 0.5, check)
+
+
+def test_a_turn_opener_alone_waits_for_more_whatever_the_model_and_decoder_say() -> None:
+    # make demo's barge-in "Actually, please stop the story." once ended at the comma as "Actually.".
+    for check in ("words", "words+punctuation", "words+end"):
+        assert not turn_complete(0.99, "Actually.", 0.3, check, end_prob=0.99)
+    assert turn_complete(0.99, "Actually, stop.", 0.3, "words+end", end_prob=0.99)
+    assert turn_complete(0.99, "No.", 0.3, "words+end", end_prob=0.99)
 
 
 def test_without_a_sentence_mark_the_model_must_be_surer() -> None:
