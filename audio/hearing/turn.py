@@ -19,6 +19,11 @@ end on ("… out of", "… the North which") or without a full stop. ``turn_comp
   whole read sentences unfinished. Without an end probability it is ``words+punctuation`` with the
   threshold at least ``UNCHECKED_THRESHOLD``.
 
+A transcript of one word (``single_word``) is a finished answer to both signals whether the user
+said it alone or before a comma ("No, the fitness one."): the model's ``ONE_WORD_SURE`` ends it
+whatever the decoder's end probability, and the listener lets its "complete" end the turn only
+after ``hearing.turn_word_hold_ms``.
+
 No transcript (the decode failed or heard nothing) leaves the model alone.
 
 ``late_complete`` is the late check (``hearing.turn_late_ms``): after a longer silence the words
@@ -96,12 +101,18 @@ SURE = 1.01
 """``words+end``: the model's probability that ends the turn whatever the decoder's end probability
 (above 1: never; the model says 0.9-0.99 to many real first halves, "She had your dark suit")."""
 
+ONE_WORD_SURE = 0.8
+"""``words+end``: the model's probability that ends a one-word turn whatever the decoder's end
+probability ("Wait." alone: p 0.98-0.99, Whisper "Wait..." end 0.24-0.30). A one-word verdict ends
+the turn only after ``hearing.turn_word_hold_ms`` (``single_word``)."""
+
 UNCHECKED_THRESHOLD = 0.5
 """``words+end`` without an end probability (no decode in time, or an engine that gives none): the
 least probability the model needs, whatever ``threshold`` says (the low threshold ``words+end``
 runs with is only safe beside the decoder's end probability)."""
 
 _WORD = re.compile(r"[A-Za-z']+")
+_TOKEN = re.compile(r"[A-Za-z0-9']+")
 _LAST_WORD = re.compile(r"([A-Za-z']+)[^A-Za-z']*$")
 
 
@@ -119,6 +130,13 @@ def text_hint(text: str) -> TextHint | None:
     if stripped.endswith(("...", "…")) or not stripped.endswith((".", "?", "!")):
         return "open"
     return "final"
+
+
+def single_word(text: str | None) -> bool:
+    """Whether ``text`` is one word ("No.", "Wait...", "Okay,"; "Press 6." is two): a "complete"
+    verdict on it ends the turn only after ``hearing.turn_word_hold_ms``, the pause a first word
+    before a comma lasts."""
+    return text is not None and len(_TOKEN.findall(text)) == 1
 
 
 def turn_complete(
@@ -139,6 +157,7 @@ def turn_complete(
         return False
     if check == "words+end":
         if hint is not None and end_prob is not None:
+            sure = min(sure, ONE_WORD_SURE) if single_word(text) else sure
             return (probability >= threshold and end_prob >= end_min) or probability >= max(threshold, sure)
         threshold = max(threshold, UNCHECKED_THRESHOLD)  # no decode in time, or an engine without it
     if hint == "open" and check in ("words+punctuation", "words+end"):

@@ -350,8 +350,8 @@ class Endpointer:
         """The answer to ``TurnQuestion`` ``ask``: complete → the utterance ends (``end=
         "turn_complete"``) if that pause still goes on -- now, or once the pause has lasted
         ``turn_hold_ms`` (a question asked ahead of it, ``turn_ask_ms``; or answered inside a
-        comma) or ``after_ms`` (the late check), unless speech resumes first; otherwise (unfinished,
-        stale) nothing."""
+        comma) or ``after_ms`` (the late check, a one-word answer's hold), unless speech resumes
+        first; otherwise (unfinished, stale) nothing."""
         if not complete or ask != self._open_ask or self._state != "speech":
             return []
         frames = max(self._hold_frames, -(-after_ms // self.frame_ms))

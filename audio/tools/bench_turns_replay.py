@@ -34,7 +34,7 @@ import numpy as np
 
 from audio.hearing.engine import Transcriber
 from audio.hearing.settings import HearingSettings
-from audio.hearing.turn import END_MIN, SURE, late_complete, text_hint, turn_complete
+from audio.hearing.turn import END_MIN, SURE, late_complete, single_word, text_hint, turn_complete
 from audio.hearing.turn_model import TurnModel
 from audio.hearing.vad import FrameSegmenter, TurnQuestion, UtteranceBegan, UtteranceComplete, UtterancePart
 from audio.tools.bench_turns import RATE, Clip
@@ -196,6 +196,8 @@ class Rule:
     hold: int = 0
     """A "complete" verdict ends the turn only once the pause has lasted this long (frames;
     ``hearing.turn_hold_ms``)."""
+    word_hold: int = 0
+    """The same for a one-word transcript (frames; ``hearing.turn_word_hold_ms``)."""
 
     def label(self) -> str:
         re = "+".join(str(r) for r in self.reask) or "-"
@@ -203,6 +205,7 @@ class Rule:
         late += f" P{self.patient}@{self.patient_end:g}" if self.patient else ""
         late += f"/{self.patient_sure:g}" if self.patient and self.patient_sure <= 1.0 else ""
         late += f" H{self.hold}" if self.hold else ""
+        late += f" W{self.word_hold}" if self.word_hold > self.hold else ""
         return (
             f"ask{self.ask} re{re} dec{self.decode} {self.check} t{self.threshold:g} e{self.end_min:g} "
             f"s{self.sure:g}{late}"
@@ -225,6 +228,7 @@ def _decision(rule: Rule, pause: dict[str, Any], frame_ms: int) -> tuple[int, fl
     text = dec["text"] if dec else None
     end_prob = dec["end_prob"] if dec else None
     decoded_at = rule.decode * frame_ms + (dec["decode_ms"] if dec else 0.0)
+    hold = max(rule.hold, rule.word_hold) if single_word(text) else rule.hold
     for r in (rule.ask, *rule.reask):
         prob = pause["probs"].get(str(r), pause["probs"].get(r))
         if prob is None:
@@ -233,8 +237,8 @@ def _decision(rule: Rule, pause: dict[str, Any], frame_ms: int) -> tuple[int, fl
             prob, text, rule.threshold, rule.check, end_prob=end_prob, end_min=rule.end_min, sure=rule.sure
         ):
             model_ms = pause["model_ms"].get(str(r), 100.0)
-            ready = max(r * frame_ms + model_ms, decoded_at, rule.hold * frame_ms)
-            ends_at = max(r * frame_ms + VERDICT_DELAY_MS, rule.hold * frame_ms + 1)
+            ready = max(r * frame_ms + model_ms, decoded_at, hold * frame_ms)
+            ends_at = max(r * frame_ms + VERDICT_DELAY_MS, hold * frame_ms + 1)
             if pause["resumed"] and ends_at > pause["run"] * frame_ms:
                 continue  # the answer (or the hold) comes after speech resumed: stale
             return r, ready
@@ -325,6 +329,7 @@ def default_rule(settings: HearingSettings) -> Rule:
         late,
         settings.turn_late_end,
         hold=-(-settings.turn_floor_ms // fms),
+        word_hold=-(-settings.turn_word_floor_ms // fms),
     )
 
 

@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 
 from audio.hearing.turn import (
+    ONE_WORD_SURE,
     OPEN_THRESHOLD,
     late_complete,
+    single_word,
     text_hint,
     turn_complete,
 )
@@ -59,6 +61,31 @@ def test_a_turn_opener_alone_waits_for_more_whatever_the_model_and_decoder_say()
         assert not turn_complete(0.99, "Actually.", 0.3, check, end_prob=0.99)
     assert turn_complete(0.99, "Actually, stop.", 0.3, "words+end", end_prob=0.99)
     assert turn_complete(0.99, "No.", 0.3, "words+end", end_prob=0.99)
+
+
+@pytest.mark.parametrize(
+    ("text", "one"),
+    [
+        ("No.", True),
+        ("Wait...", True),
+        ("okay,", True),
+        ("Press 6.", False),
+        ("Yes, please.", False),
+        ("", False),
+    ],
+)
+def test_single_word(text: str, one: bool) -> None:
+    assert single_word(text) is one
+
+
+def test_a_sure_model_ends_a_one_word_turn_whatever_the_decoder_says() -> None:
+    # "Wait." alone: Whisper often writes "Wait..." with end 0.24-0.30; the model says 0.98.
+    assert turn_complete(ONE_WORD_SURE, "Wait...", 0.3, "words+end", end_prob=0.25)
+    assert not turn_complete(ONE_WORD_SURE - 0.01, "Wait...", 0.3, "words+end", end_prob=0.25)
+    # Longer texts still need the decoder's end probability (the sure override stays off).
+    assert not turn_complete(0.99, "Wait for me...", 0.3, "words+end", end_prob=0.25)
+    # A word that only opens a turn stays open.
+    assert not turn_complete(0.99, "Actually...", 0.3, "words+end", end_prob=0.25)
 
 
 def test_without_a_sentence_mark_the_model_must_be_surer() -> None:
@@ -146,6 +173,9 @@ def test_bench_configs_name_the_late_check_and_the_decode_and_ask_pauses() -> No
     assert label.endswith(":390:0:30:0") and s.turn_hold_ms == 0
     with pytest.raises(ValueError, match="turn_hold_ms"):
         parse_config("smart_turn:words+end:0.3:120:390:0:30:1500", base)  # at the fallback
+    with pytest.raises(ValueError, match="turn_word_hold_ms"):
+        parse_config("smart_turn:turn_word_hold_ms=1500", base)  # at the fallback
+    assert parse_config("smart_turn:turn_word_hold_ms=0", base)[1].turn_word_floor_ms == base.turn_floor_ms
     with pytest.raises(ValueError, match="turn_ask_ms"):
         parse_config("smart_turn:words+end:0.3:120:390:0:150", base)  # after the pause's end
     with pytest.raises(ValueError, match="turn_late_ms"):

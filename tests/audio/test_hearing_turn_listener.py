@@ -17,11 +17,12 @@ from audio.events import AudioEvent, SpeechEnded, SpeechStarted, Transcribed, Ut
 from audio.hearing.listener import Listener
 from audio.hearing.settings import HearingSettings
 from audio.hearing.stt import CancelToken, DecodeCancelled, Transcription
-from audio.hearing.turn import late_complete
+from audio.hearing.turn import late_complete, single_word
 from audio.hearing.turn_model import SmartTurnModel, TurnVerdict, default_model_path
 from audio.hearing.whisper_stt import WhisperTranscriber
 from audio.tools.bench_turns import hesitation
 from tests.audio.conftest import HEARING_SPEECH_DIR, hearing_silence
+from tests.scripts.loader import load_script
 
 FALLBACK_MS = 6000
 """Long, so that the verdict (which waits for the speculative decode) comes before it on a loaded
@@ -121,6 +122,7 @@ async def listen(
     late_ms: int | None = None,
     decode_ms: int | None = None,
     ask_ms: int | None = None,
+    word_hold_ms: int | None = None,
 ) -> tuple[Listener, Events]:
     settings = HearingSettings(turn_detector="smart_turn", turn_fallback_ms=fallback_ms)
     if decode_ms is not None:
@@ -131,6 +133,8 @@ async def listen(
         settings = replace(settings, turn_threshold=threshold)
     if late_ms is not None:
         settings = replace(settings, turn_late_ms=late_ms)
+    if word_hold_ms is not None:
+        settings = replace(settings, turn_word_hold_ms=word_hold_ms)
     mic = SimulatedMicrophone(speed=1.0, noise_db=noise_db)
     rec = Events()
     ids = itertools.count(1)
@@ -334,3 +338,49 @@ async def test_the_late_check_ends_a_turn_the_model_calls_unfinished_when_the_wo
     else:  # the words were not done either: the fallback
         assert not last.late and ended.end == "silence", last
     assert "what your country" in done.text.lower()
+
+
+def _piper_words(text: str) -> FloatArray:
+    """``text`` in Piper's joe voice (no sampling noise: the same audio every run), its leading and
+    trailing silence cut off."""
+    builder = load_script("build_speech_sets")
+    audio = np.asarray(builder.synth_piper(text, 1.0, noise=False), np.float32)
+    idx = np.flatnonzero(np.abs(audio) > 0.01 * float(np.max(np.abs(audio))))
+    return audio[int(idx[0]) : int(idx[-1]) + 1]
+
+
+async def test_a_first_word_before_a_comma_pause_waits_for_the_word_hold(
+    hearing_transcriber: WhisperTranscriber, turn_model: SmartTurnModel
+) -> None:
+    """ "No, the fitness one." with 300 ms between "No" and "the" (Piper's own comma there is 270-300
+    ms to the VAD): the question at the comma sees "No." -- a finished one-word answer to the model
+    and the decoder -- and its "complete" waits for ``turn_word_hold_ms`` (390), which the comma
+    does not last: one utterance, one transcript. With the word hold at the plain hold (240) the
+    same verdict ends the turn at "No."."""
+    lead, gap = hearing_silence(0.3), hearing_silence(0.3)
+    audio = np.concatenate([lead, _piper_words("No."), gap, _piper_words("The fitness one.")])
+    stt, model = Counting(hearing_transcriber), CountingModel(turn_model)
+    listener, rec = await listen(audio, stt, model)
+    comma = [a for a in listener.turn_asks if a.text is not None and single_word(a.text)]
+    assert comma and comma[0].complete, list(listener.turn_asks)  # the comma's verdict: "complete"
+    assert len(rec.of(SpeechStarted)) == 1 and len(rec.of(Transcribed)) == 1, rec.events
+    (done,) = rec.of(Transcribed)
+    assert isinstance(done, Transcribed) and "fitness" in done.text.lower()
+    stt, model = Counting(hearing_transcriber), CountingModel(turn_model)
+    _, plain = await listen(audio, stt, model, word_hold_ms=0)
+    assert len(plain.of(Transcribed)) == 2, plain.events  # ended at "No."
+
+
+async def test_a_lone_word_ends_at_the_word_hold_whatever_its_punctuation(
+    hearing_transcriber: WhisperTranscriber, turn_model: SmartTurnModel
+) -> None:
+    """ "Wait." said alone ends ``turn_complete`` once the pause has lasted ``turn_word_hold_ms``, not
+    at the fallback (Whisper often writes "Wait...", end 0.24-0.30: the model's sure answer ends
+    it) and not before the word hold."""
+    word_ms = HearingSettings().turn_word_floor_ms
+    stt, model = Counting(hearing_transcriber), CountingModel(turn_model)
+    _, rec = await listen(np.concatenate([hearing_silence(0.3), _piper_words("Wait.")]), stt, model)
+    (ended,) = rec.of(SpeechEnded)
+    assert isinstance(ended, SpeechEnded) and ended.end == "turn_complete", rec.events
+    decided_ms = 1000 * (rec.at[rec.events.index(ended)] - ended.ts)
+    assert word_ms - 60 <= decided_ms < FALLBACK_MS, decided_ms

@@ -150,3 +150,16 @@ def test_extraction_caches_every_pause_of_a_real_sentence(hearing_transcriber: W
     # Every earlier pause was spoken on past: asked only at the silences it lasted.
     for p in row["pauses"][:-1]:
         assert p["resumed"] and all(int(k) <= p["run"] for k in p["probs"])
+
+
+def test_the_word_hold_keeps_a_first_word_before_a_comma_and_ends_a_lone_word_later() -> None:
+    comma = _pause(10, True, {4: 0.9}, "No.", 0.65)  # "No, the fitness one.": a 300 ms comma
+    held = replace(WORDS_END, hold=8)
+    assert not replay_clip(held, _clip("complete", [comma, WHOLE]), FRAME_MS).whole
+    word = replace(held, word_hold=13)
+    assert replay_clip(word, _clip("complete", [comma, WHOLE]), FRAME_MS).whole
+    alone = _pause(50, False, {4: 0.9}, "No.", 0.65)  # "No." said alone: ends at the word hold
+    res = replay_clip(word, _clip("complete", [alone]), FRAME_MS)
+    assert not res.fallback and res.latency_ms == 13 * FRAME_MS
+    # Sentences of more words keep the plain hold.
+    assert replay_clip(word, _clip("complete", [WHOLE]), FRAME_MS).latency_ms == 3 * FRAME_MS + 200.0
