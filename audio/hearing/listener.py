@@ -87,7 +87,7 @@ from audio.events import (
 from audio.hearing.echo_tail import EchoTail
 from audio.hearing.engine import Transcriber, Transcription
 from audio.hearing.settings import HearingSettings
-from audio.hearing.turn import late_complete, single_word, turn_complete
+from audio.hearing.turn import late_complete, short_text, turn_complete
 from audio.hearing.turn_model import TurnModel, TurnVerdict, make_turn_model
 from audio.hearing.utterance_parts import join_transcriptions
 from audio.hearing.vad import (
@@ -705,13 +705,15 @@ class Listener:
             spec.uid, spec.ask, verdict.probability, text, complete, verdict.cpu_ms, stale, end_prob, late_ok
         )
         self.turn_asks.append(ask)
+        # A short answer waits out the pause its first words before a comma would last.
+        short = self.settings.turn_short_floor_ms if short_text(text) else 0
         if late_ok:
+            after = max(self.settings.turn_late_ms, short)
+            self._handle(self._segmenter.endpointer.verdict(spec.ask, True, after_ms=after))
+        elif not stale:
             self._handle(
-                self._segmenter.endpointer.verdict(spec.ask, True, after_ms=self.settings.turn_late_ms)
+                self._segmenter.endpointer.verdict(spec.ask, complete, after_ms=short if complete else 0)
             )
-        elif not stale:  # a one-word answer waits out the pause a first word before a comma lasts
-            after = self.settings.turn_word_floor_ms if complete and single_word(text) else 0
-            self._handle(self._segmenter.endpointer.verdict(spec.ask, complete, after_ms=after))
 
     def _speculate(self, spec: _Speculation) -> None:
         """Start the speculative decode of the question's audio on the Whisper thread."""

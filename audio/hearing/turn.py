@@ -19,19 +19,21 @@ end on ("… out of", "… the North which") or without a full stop. ``turn_comp
   whole read sentences unfinished. Without an end probability it is ``words+punctuation`` with the
   threshold at least ``UNCHECKED_THRESHOLD``.
 
-A transcript of one word (``single_word``) is a finished answer to both signals whether the user
-said it alone or before a comma ("No, the fitness one."): the model's ``ONE_WORD_SURE`` ends it
-whatever the decoder's end probability, and the listener lets its "complete" end the turn only
-after ``hearing.turn_word_hold_ms``.
+A short transcript (``short_text``: one to three words) is a finished answer to both signals whether
+the user said it alone or before a comma ("No, the fitness one."): the model's ``ONE_WORD_SURE``
+(one word) or ``SHORT_SURE`` ends it whatever the decoder's end probability (which Whisper often
+does not write or is unsure of on a few words: "Apple River Chair", "Sure thing..."), and the
+listener lets its "complete" end the turn only after ``hearing.turn_short_hold_ms``.
 
 No transcript (the decode failed or heard nothing) leaves the model alone.
 
 ``late_complete`` is the late check (``hearing.turn_late_ms``): after a longer silence the words
 alone may end a turn the model keeps calling unfinished -- a transcript that ends like a sentence
-whose end the decoder was sure of (``end_prob >= hearing.turn_late_end``). The model calls some
-whole read sentences unfinished to the end ("He was not an ill-disposed young man." p 0.03-0.21,
-end 0.85), which then waited for the fallback silence; first halves that read as whole sentences
-to the decoder have end probabilities of 0.3-0.6 mostly (docs/hearing.md has the replay).
+whose end the decoder was sure of (``end_prob >= hearing.turn_late_end``; two words
+``SHORT_LATE_END``). The model calls some whole read sentences unfinished to the end ("He was not
+an ill-disposed young man." p 0.03-0.21, end 0.85) and many short answers ("Okay, thanks."), which
+then waited for the fallback silence; first halves that read as whole sentences to the decoder
+have end probabilities of 0.3-0.6 mostly (docs/hearing.md has the replay).
 """
 
 from __future__ import annotations
@@ -101,10 +103,24 @@ SURE = 1.01
 """``words+end``: the model's probability that ends the turn whatever the decoder's end probability
 (above 1: never; the model says 0.9-0.99 to many real first halves, "She had your dark suit")."""
 
+SHORT_WORDS = 3
+"""A transcript of at most this many words is short (``short_text``): a finished answer ("Good
+night.", "Sounds good.", "Front left", "Apple River Chair") whose end Whisper often neither writes
+nor is sure of, and a first few words before a comma ("No, the fitness one.") that read as one."""
+
 ONE_WORD_SURE = 0.8
 """``words+end``: the model's probability that ends a one-word turn whatever the decoder's end
-probability ("Wait." alone: p 0.98-0.99, Whisper "Wait..." end 0.24-0.30). A one-word verdict ends
-the turn only after ``hearing.turn_word_hold_ms`` (``single_word``)."""
+probability ("Wait." alone: p 0.98-0.99, Whisper "Wait..." end 0.24-0.30). A short verdict ends
+the turn only after ``hearing.turn_short_hold_ms`` (``short_text``)."""
+
+SHORT_SURE = 0.9
+"""``words+end``: the same for two or three words ("Sure thing..." p 0.99 end 0.34, "Good night."
+p 0.98 end 0.34, "Apple River Chair" p 0.96-0.98 end 0.00, "Front Center" p 0.97 end 0.00)."""
+
+SHORT_LATE_END = 0.7
+"""The late check's end probability for a transcript of two words, at most ``hearing.turn_late_end``
+("Okay, thanks." p 0.08-0.29 end 0.63-0.81, "Very good." p 0.05 end 0.72: the model calls many
+short answers unfinished, and Whisper is less sure of a short sentence's end than a long one's)."""
 
 UNCHECKED_THRESHOLD = 0.5
 """``words+end`` without an end probability (no decode in time, or an engine that gives none): the
@@ -132,11 +148,22 @@ def text_hint(text: str) -> TextHint | None:
     return "final"
 
 
-def single_word(text: str | None) -> bool:
-    """Whether ``text`` is one word ("No.", "Wait...", "Okay,"; "Press 6." is two): a "complete"
-    verdict on it ends the turn only after ``hearing.turn_word_hold_ms``, the pause a first word
-    before a comma lasts."""
-    return text is not None and len(_TOKEN.findall(text)) == 1
+def word_count(text: str | None) -> int:
+    """The words (and numbers) of ``text``: "Press 6." is two, "x-ray" two, None none."""
+    return len(_TOKEN.findall(text)) if text is not None else 0
+
+
+def short_text(text: str | None) -> bool:
+    """Whether ``text`` holds one to ``SHORT_WORDS`` words: a "complete" verdict on it ends the turn
+    only after ``hearing.turn_short_hold_ms``, the pause after a first word or two before a comma."""
+    return 1 <= word_count(text) <= SHORT_WORDS
+
+
+def short_sure(text: str | None) -> float:
+    """The model's probability that ends a turn on ``text`` whatever the decoder's end probability:
+    ``ONE_WORD_SURE``, ``SHORT_SURE`` for a short text, otherwise ``SURE`` (never)."""
+    count = word_count(text)
+    return ONE_WORD_SURE if count == 1 else SHORT_SURE if 1 < count <= SHORT_WORDS else SURE
 
 
 def turn_complete(
@@ -157,7 +184,7 @@ def turn_complete(
         return False
     if check == "words+end":
         if hint is not None and end_prob is not None:
-            sure = min(sure, ONE_WORD_SURE) if single_word(text) else sure
+            sure = min(sure, short_sure(text))
             return (probability >= threshold and end_prob >= end_min) or probability >= max(threshold, sure)
         threshold = max(threshold, UNCHECKED_THRESHOLD)  # no decode in time, or an engine without it
     if hint == "open" and check in ("words+punctuation", "words+end"):
@@ -165,16 +192,18 @@ def turn_complete(
     return probability >= threshold
 
 
-LATE_MIN_WORDS = 3
-"""The late check's least words: a fragment ("Up.", Whisper's reading of a garbled "Actually"
-said over the reply) gets a confident full stop too, and the words after it would be cut off;
-the sentences the model misjudges to the end are longer."""
+LATE_MIN_WORDS = 2
+"""The late check's least words: a one-word fragment ("Up.", Whisper's reading of a garbled
+"Actually" said over the reply) gets a confident full stop too, and the words after it would be cut
+off (one word alone ends on the model's ``ONE_WORD_SURE``)."""
 
 
 def late_complete(text: str | None, end_prob: float | None, late_end: float) -> bool:
     """The late check: ``text`` holds at least ``LATE_MIN_WORDS`` words, ends like a sentence
     (``text_hint`` "final"), and the decoder's probability of that sentence mark is at least
-    ``late_end``."""
-    if text is None or end_prob is None or end_prob < late_end:
+    ``late_end`` (two words: at least ``SHORT_LATE_END``, if that is lower)."""
+    count = word_count(text)
+    if text is None or end_prob is None or count < LATE_MIN_WORDS:
         return False
-    return len(_WORD.findall(text)) >= LATE_MIN_WORDS and text_hint(text) == "final"
+    least = min(late_end, SHORT_LATE_END) if count == LATE_MIN_WORDS else late_end
+    return end_prob >= least and text_hint(text) == "final"

@@ -34,7 +34,7 @@ import numpy as np
 
 from audio.hearing.engine import Transcriber
 from audio.hearing.settings import HearingSettings
-from audio.hearing.turn import END_MIN, SURE, late_complete, single_word, text_hint, turn_complete
+from audio.hearing.turn import END_MIN, SURE, late_complete, short_text, text_hint, turn_complete
 from audio.hearing.turn_model import TurnModel
 from audio.hearing.vad import FrameSegmenter, TurnQuestion, UtteranceBegan, UtteranceComplete, UtterancePart
 from audio.tools.bench_turns import RATE, Clip
@@ -196,8 +196,8 @@ class Rule:
     hold: int = 0
     """A "complete" verdict ends the turn only once the pause has lasted this long (frames;
     ``hearing.turn_hold_ms``)."""
-    word_hold: int = 0
-    """The same for a one-word transcript (frames; ``hearing.turn_word_hold_ms``)."""
+    short_hold: int = 0
+    """The same for a short transcript (frames; ``hearing.turn_short_hold_ms``, ``turn.short_text``)."""
 
     def label(self) -> str:
         re = "+".join(str(r) for r in self.reask) or "-"
@@ -205,7 +205,7 @@ class Rule:
         late += f" P{self.patient}@{self.patient_end:g}" if self.patient else ""
         late += f"/{self.patient_sure:g}" if self.patient and self.patient_sure <= 1.0 else ""
         late += f" H{self.hold}" if self.hold else ""
-        late += f" W{self.word_hold}" if self.word_hold > self.hold else ""
+        late += f" S{self.short_hold}" if self.short_hold > self.hold else ""
         return (
             f"ask{self.ask} re{re} dec{self.decode} {self.check} t{self.threshold:g} e{self.end_min:g} "
             f"s{self.sure:g}{late}"
@@ -228,7 +228,7 @@ def _decision(rule: Rule, pause: dict[str, Any], frame_ms: int) -> tuple[int, fl
     text = dec["text"] if dec else None
     end_prob = dec["end_prob"] if dec else None
     decoded_at = rule.decode * frame_ms + (dec["decode_ms"] if dec else 0.0)
-    hold = max(rule.hold, rule.word_hold) if single_word(text) else rule.hold
+    hold = max(rule.hold, rule.short_hold) if short_text(text) else rule.hold
     for r in (rule.ask, *rule.reask):
         prob = pause["probs"].get(str(r), pause["probs"].get(r))
         if prob is None:
@@ -249,10 +249,11 @@ def _decision(rule: Rule, pause: dict[str, Any], frame_ms: int) -> tuple[int, fl
         (rule.late, rule.late_end, SURE),
         (rule.patient, rule.patient_end, rule.patient_sure),
     ):
-        if not after or (pause["resumed"] and pause["run"] <= after):
+        at = max(after, hold) if after else 0  # a short text's late verdict waits for its hold too
+        if not at or (pause["resumed"] and pause["run"] <= at):
             continue  # off, or speech resumed before that silence
         if late_complete(text, end_prob, least) or (open_ok and first >= sure):
-            return after, max(after * frame_ms, decoded_at)
+            return at, max(at * frame_ms, decoded_at)
     return None
 
 
@@ -329,7 +330,7 @@ def default_rule(settings: HearingSettings) -> Rule:
         late,
         settings.turn_late_end,
         hold=-(-settings.turn_floor_ms // fms),
-        word_hold=-(-settings.turn_word_floor_ms // fms),
+        short_hold=-(-settings.turn_short_floor_ms // fms),
     )
 
 

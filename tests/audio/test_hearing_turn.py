@@ -10,10 +10,14 @@ import pytest
 from audio.hearing.turn import (
     ONE_WORD_SURE,
     OPEN_THRESHOLD,
+    SHORT_LATE_END,
+    SHORT_SURE,
     late_complete,
-    single_word,
+    short_sure,
+    short_text,
     text_hint,
     turn_complete,
+    word_count,
 )
 
 
@@ -64,28 +68,40 @@ def test_a_turn_opener_alone_waits_for_more_whatever_the_model_and_decoder_say()
 
 
 @pytest.mark.parametrize(
-    ("text", "one"),
+    ("text", "words", "short"),
     [
-        ("No.", True),
-        ("Wait...", True),
-        ("okay,", True),
-        ("Press 6.", False),
-        ("Yes, please.", False),
-        ("", False),
+        ("No.", 1, True),
+        ("Wait...", 1, True),
+        ("okay,", 1, True),
+        ("Press 6.", 2, True),
+        ("Yes, please.", 2, True),
+        ("Apple River Chair", 3, True),
+        ("x-ray", 2, True),
+        ("Let's do story time.", 4, False),
+        ("", 0, False),
+        (None, 0, False),
     ],
 )
-def test_single_word(text: str, one: bool) -> None:
-    assert single_word(text) is one
+def test_short_text(text: str | None, words: int, short: bool) -> None:
+    assert word_count(text) == words
+    assert short_text(text) is short
 
 
-def test_a_sure_model_ends_a_one_word_turn_whatever_the_decoder_says() -> None:
+def test_a_sure_model_ends_a_short_turn_whatever_the_decoder_says() -> None:
     # "Wait." alone: Whisper often writes "Wait..." with end 0.24-0.30; the model says 0.98.
     assert turn_complete(ONE_WORD_SURE, "Wait...", 0.3, "words+end", end_prob=0.25)
     assert not turn_complete(ONE_WORD_SURE - 0.01, "Wait...", 0.3, "words+end", end_prob=0.25)
+    # Two or three words need a surer model: "Apple River Chair" (end 0.00), "Sure thing..."
+    assert short_sure("Apple River Chair") == short_sure("Sure thing...") == SHORT_SURE > ONE_WORD_SURE
+    assert turn_complete(SHORT_SURE, "Apple River Chair", 0.3, "words+end", end_prob=0.0)
+    assert not turn_complete(SHORT_SURE - 0.01, "Apple River Chair", 0.3, "words+end", end_prob=0.0)
+    assert turn_complete(SHORT_SURE, "Sure thing...", 0.3, "words+end", end_prob=0.34)
     # Longer texts still need the decoder's end probability (the sure override stays off).
-    assert not turn_complete(0.99, "Wait for me...", 0.3, "words+end", end_prob=0.25)
-    # A word that only opens a turn stays open.
+    assert short_sure("Wait for me there...") > 1.0
+    assert not turn_complete(0.99, "Wait for me there...", 0.3, "words+end", end_prob=0.25)
+    # A word that only opens a turn, or ends none, stays open.
     assert not turn_complete(0.99, "Actually...", 0.3, "words+end", end_prob=0.25)
+    assert not turn_complete(0.99, "To the", 0.3, "words+end", end_prob=0.0)
 
 
 def test_without_a_sentence_mark_the_model_must_be_surer() -> None:
@@ -140,6 +156,10 @@ def test_words_end_without_an_end_probability_is_words_punctuation() -> None:
         (None, 0.9, False),  # no transcript
         ("Up.", 0.95, False),  # a fragment (a garbled "Actually," said over the reply)
         ("Stop it now.", 0.95, True),  # three words
+        ("Okay, thanks.", SHORT_LATE_END, True),  # two words: the decoder is less sure of their end
+        ("Okay, thanks.", SHORT_LATE_END - 0.01, False),
+        ("Stop it now.", SHORT_LATE_END, False),  # three words need the late end (0.8)
+        ("Sounds good", 0.95, False),  # no sentence mark
     ],
 )
 def test_late_check_needs_a_finished_sentence_the_decoder_is_sure_of(
@@ -173,9 +193,9 @@ def test_bench_configs_name_the_late_check_and_the_decode_and_ask_pauses() -> No
     assert label.endswith(":390:0:30:0") and s.turn_hold_ms == 0
     with pytest.raises(ValueError, match="turn_hold_ms"):
         parse_config("smart_turn:words+end:0.3:120:390:0:30:1500", base)  # at the fallback
-    with pytest.raises(ValueError, match="turn_word_hold_ms"):
-        parse_config("smart_turn:turn_word_hold_ms=1500", base)  # at the fallback
-    assert parse_config("smart_turn:turn_word_hold_ms=0", base)[1].turn_word_floor_ms == base.turn_floor_ms
+    with pytest.raises(ValueError, match="turn_short_hold_ms"):
+        parse_config("smart_turn:turn_short_hold_ms=1500", base)  # at the fallback
+    assert parse_config("smart_turn:turn_short_hold_ms=0", base)[1].turn_short_floor_ms == base.turn_floor_ms
     with pytest.raises(ValueError, match="turn_ask_ms"):
         parse_config("smart_turn:words+end:0.3:120:390:0:150", base)  # after the pause's end
     with pytest.raises(ValueError, match="turn_late_ms"):

@@ -152,14 +152,32 @@ def test_extraction_caches_every_pause_of_a_real_sentence(hearing_transcriber: W
         assert p["resumed"] and all(int(k) <= p["run"] for k in p["probs"])
 
 
-def test_the_word_hold_keeps_a_first_word_before_a_comma_and_ends_a_lone_word_later() -> None:
+def test_the_short_hold_keeps_first_words_before_a_comma_and_ends_a_short_answer_later() -> None:
     comma = _pause(10, True, {4: 0.9}, "No.", 0.65)  # "No, the fitness one.": a 300 ms comma
+    two = _pause(11, True, {4: 0.99}, "Sure thing.", 0.6)  # "Sure thing, let's do the animal quiz."
     held = replace(WORDS_END, hold=8)
-    assert not replay_clip(held, _clip("complete", [comma, WHOLE]), FRAME_MS).whole
-    word = replace(held, word_hold=13)
-    assert replay_clip(word, _clip("complete", [comma, WHOLE]), FRAME_MS).whole
-    alone = _pause(50, False, {4: 0.9}, "No.", 0.65)  # "No." said alone: ends at the word hold
-    res = replay_clip(word, _clip("complete", [alone]), FRAME_MS)
+    short = replace(held, short_hold=13)
+    for first in (comma, two):
+        assert not replay_clip(held, _clip("complete", [first, WHOLE]), FRAME_MS).whole
+        assert replay_clip(short, _clip("complete", [first, WHOLE]), FRAME_MS).whole
+    alone = _pause(50, False, {4: 0.9}, "No.", 0.65)  # "No." said alone: ends at the short hold
+    res = replay_clip(short, _clip("complete", [alone]), FRAME_MS)
+    assert not res.fallback and res.latency_ms == 13 * FRAME_MS
+    # "Apple River Chair" alone: no end probability at all, a sure model; ends at the short hold.
+    listed = _pause(50, False, {4: 0.97}, "Apple River Chair", 0.0)
+    res = replay_clip(short, _clip("complete", [listed]), FRAME_MS)
     assert not res.fallback and res.latency_ms == 13 * FRAME_MS
     # Sentences of more words keep the plain hold.
-    assert replay_clip(word, _clip("complete", [WHOLE]), FRAME_MS).latency_ms == 3 * FRAME_MS + 200.0
+    assert replay_clip(short, _clip("complete", [WHOLE]), FRAME_MS).latency_ms == 3 * FRAME_MS + 200.0
+
+
+def test_the_late_check_of_two_words_waits_for_the_short_hold() -> None:
+    """ "Okay, thanks." (the model: unfinished; Whisper's end 0.75): the late check ends it, at the
+    later of the late silence and the short hold."""
+    thanks = _pause(50, False, {4: 0.1}, "Okay, thanks.", 0.75)
+    late = replace(WORDS_END, hold=8, late=10, late_end=0.8)
+    res = replay_clip(late, _clip("complete", [thanks]), FRAME_MS)
+    assert not res.fallback and res.latency_ms == 10 * FRAME_MS
+    res = replay_clip(replace(late, short_hold=13), _clip("complete", [thanks]), FRAME_MS)
+    assert not res.fallback and res.latency_ms == 13 * FRAME_MS
+    assert replay_clip(replace(late, late=0), _clip("complete", [thanks]), FRAME_MS).fallback
