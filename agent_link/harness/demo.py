@@ -352,7 +352,8 @@ class DemoDriver:
         for i, t in enumerate(self.result.turns, 1):
             conf = f" ({t.confidence:.2f})" if t.confidence is not None else ""
             heard = f": {t.heard!r}{conf}" if t.heard else ""
-            end = f" [end: {t.end}]" if t.end else ""
+            ms = f", {t.end_to_transcript_ms:.0f} ms" if t.end_to_transcript_ms is not None else ""
+            end = f" [end: {t.end}{ms}]" if t.end else ""
             lines.append(f"  {i}. {t.line.kind:<6} {t.line.text!r}: {t.outcome}{heard}{end}")
         stt = [t.end_to_transcript_ms for t in self.result.turns if t.end_to_transcript_ms is not None]
         tts = [t.reply_to_audio_ms for t in self.result.turns if t.reply_to_audio_ms is not None]
