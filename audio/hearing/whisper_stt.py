@@ -492,8 +492,12 @@ class WhisperTranscriber:
         if other_text is not None:
             features = cross_checked(features, agreement(d.text, other_text))
         decode_ms = round((time.monotonic() - t0) * 1000)
+        confidence = score(features)
+        _LOGGER.debug(
+            "confidence %.3f of %r (cross-check: %r) from %s", confidence, d.text, other_text, features
+        )
         return Transcription(
-            d.text, score(features), self.language, audio_ms, decode_ms, features, end_prob=d.end_prob
+            d.text, confidence, self.language, audio_ms, decode_ms, features, end_prob=d.end_prob
         )
 
     def _decode(

@@ -18,7 +18,8 @@ play times and the microphone with its capture times, exactly as at run time. Pr
   speaker) reported within 300 ms, and the onset → start latency;
 - WER of the user's words over the echo vs the same words alone (faster-whisper, the project's
   transcriber), the reply ducked as the device ducks it; and over the weak canceller, the reply
-  ducked by ``hearing.duck_db`` and by ``hearing.duck_weak_db`` (the device's depth over it);
+  ducked by ``hearing.duck_db`` and by ``hearing.duck_weak_db`` (the device's depth over it); the
+  same (full canceller) for short barge-ins (``COMMANDS``), whose first word is a larger share;
 - CPU per 10 ms frame of the front end (thread time) and the share of one core.
 """
 
@@ -55,6 +56,17 @@ REPLIES: tuple[str, ...] = (
     "Great job! You remembered all five cards. Shall we try a harder round with six cards now?",
     "In the evening, I will remind you to call your sister, and we can look at the photos she sent.",
 )
+COMMANDS: tuple[str, ...] = (
+    "Actually, please stop the story.",
+    "Wait, can we do something else?",
+    "Stop, please.",
+    "No, I want the memory game.",
+    "Hold on, I have a question.",
+    "Can you say that again?",
+)
+"""Short barge-ins for the WER check's second line, in the project's Piper voice (as ``make demo``'s
+user speaks): the first word, spoken over the reply before the device detects the barge-in and ducks
+it, is a larger share of these than of the long recorded sentence."""
 DELAYS_MS = (10.0, 40.0, 80.0, 120.0)
 ECHO_DBS = (0.0, -6.0, -12.0)
 RT60S = (0.15, 0.3, 0.6)
@@ -340,6 +352,19 @@ def synthesise_replies(count: int) -> list[Reply]:
     return replies
 
 
+def synthesise_commands() -> list[tuple[FloatArray, str]]:
+    """``COMMANDS`` in the project's Piper voice at 16 kHz, each with its words."""
+    from audio.edges.wav import resample
+    from audio.speaking.tts import load_voice
+
+    voice = load_voice(threads=1)
+    out = []
+    for text in COMMANDS:
+        syn = voice.synthesize(text)
+        out.append((resample(syn.audio.astype(np.float32), syn.rate, RATE), text))
+    return out
+
+
 def _rms_db(x: FloatArray) -> float:
     active = x[np.abs(x) > 1e-4]
     return frame_level_db(active) if len(active) else -120.0
@@ -560,6 +585,9 @@ def _sentence(speech_dir: Path) -> tuple[FloatArray, str]:
 
 
 WER_VIEWS = ("alone", "ducked", "gated", "over")
+ONSET_VIEW = "ducked from the onset"
+"""The WER view of the reply ducked by ``hearing.duck_db`` from the user's first word (``_onset``):
+a detection with no delay, the most an earlier duck could win over the "ducked" view."""
 """What the WER check transcribes: the sentence alone (with the noise); over the echo, cleaned, the
 reply ducked from the device guard's detected start (what the device's Whisper hears: the listener
 takes the cleaned view, ``FrontEndSource.detection_view``); the same through the residual-echo gate
@@ -581,15 +609,18 @@ class WerFigures:
     """The device's depth over a weak canceller (``hearing.duck_weak_db``)."""
     weak_below_db: float = HearingSettings().weak_canceller_db
     """A canceller removing less than this is weak (``hearing.weak_canceller_db``)."""
+    what: str = "the user's words"
+    """What was said, as the printed line names it."""
 
     @classmethod
-    def of(cls, settings: HearingSettings, limit_db: float) -> WerFigures:
+    def of(cls, settings: HearingSettings, limit_db: float, what: str = "the user's words") -> WerFigures:
         """None counted yet, the depths and the weak canceller's limit as ``settings`` and ``limit_db``."""
         return cls(
             duck_db=settings.duck_db,
             limit_db=limit_db,
             weak_db=settings.duck_weak_db,
             weak_below_db=settings.weak_canceller_db,
+            what=what,
         )
 
     def add(self, other: WerFigures) -> None:
@@ -680,7 +711,7 @@ def _wer_views(
     weak: tuple[float, tuple[float, ...]] | None = None,
 ) -> dict[str, FloatArray]:
     """The user's span (from 0.25 s before their sentence to 0.25 s after) in each of ``WER_VIEWS``,
-    and ducked by each of ``other_ducks`` (``duck_view``), in room ``cond``, the replies from the
+    ducked from the user's first word (``ONSET_VIEW``) and by each of ``other_ducks`` (``duck_view``), in room ``cond``, the replies from the
     ``k``-th on; ``weak`` = (limit dB, depths): also over a canceller limited to that (``weak_view``)."""
     audio, _ = sentence
     order = [replies[(k + j) % len(replies)] for j in range(len(replies))]
@@ -717,6 +748,8 @@ def _wer_views(
         "gated": gated[span],
         "over": over[span],
     }
+    onset_s = (trial.at + _onset(trial.user)) / RATE
+    views[ONSET_VIEW] = _ducked(trial, onset_s, settings.duck_db, options, seed=300 + k)[2][span]
     for db in other_ducks:
         views[duck_view(db)] = _ducked(trial, at, db, options, seed=300 + k)[2][span]
     if weak is not None:
@@ -787,13 +820,17 @@ def _median_ms(values: list[float | None]) -> str:
     return f"{1000 * statistics.median(hit):.0f}" if hit else "-"
 
 
-def print_tables(echo: EchoFigures, barge: BargeInFigures, wer: WerFigures | None) -> None:
-    """The benchmark's tables (the guards ``barge`` measured, in its order)."""
+def print_tables(
+    echo: EchoFigures, barge: BargeInFigures, wer: WerFigures | None, commands: WerFigures | None = None
+) -> None:
+    """The benchmark's tables (the guards ``barge`` measured, in its order); the WER check of the
+    recorded sentence (``wer``) and of the short barge-ins (``commands``)."""
     guards = list(barge.latencies)
     _print_echo(echo, guards)
     _print_barge_in(barge, guards)
-    if wer is not None:
-        _print_wer(wer)
+    for figures in (wer, commands):
+        if figures is not None:
+            _print_wer(figures)
     cpu = statistics.median(echo.cpu_ms) if echo.cpu_ms else 0.0
     print(
         f"\nFront end CPU: {cpu:.3f} ms per 10 ms frame = {cpu / 10 * 100:.1f} % of one core (thread time; machine shared)"
@@ -854,12 +891,16 @@ def _print_wer(wer: WerFigures) -> None:
         return f"{wer.pct(view):.1f} % ({wer.pct(view) - alone:+.1f} points)"
 
     print(
-        f"\nWER of the user's words ({wer.words} words): alone {alone:.1f} %; over the echo, cleaned, reply "
+        f"\nWER of {wer.what} ({wer.words} words): alone {alone:.1f} %; over the echo, cleaned, reply "
         f"ducked from the device guard's ({DEVICE_GUARD}) detected start {pts('ducked')}, as the device "
         f"transcribes it; the same through the residual-echo gate (the VAD's view) {pts('gated')}; "
         f"not ducked {pts('over')}"
     )
-    others = [view for view in wer.errors if view not in WER_VIEWS and not view.startswith("weak")]
+    if ONSET_VIEW in wer.errors:
+        print(f"the reply ducked from the user's first word (a detection with no delay) {pts(ONSET_VIEW)}")
+    others = [
+        view for view in wer.errors if view not in (*WER_VIEWS, ONSET_VIEW) and not view.startswith("weak")
+    ]
     if others:
         print(
             f"the reply ducked by {wer.duck_db:g} dB (hearing.duck_db) and by other depths: "
@@ -883,6 +924,9 @@ def main(args: argparse.Namespace) -> int:
     echo: EchoFigures | None = None
     barge: BargeInFigures | None = None
     wer = None if args.no_wer else WerFigures.of(settings, args.limit_db)
+    short = f"short barge-ins in the project's Piper voice ({len(COMMANDS)} commands, e.g. {COMMANDS[0]!r})"
+    commands = None if args.no_wer or args.no_commands else WerFigures.of(settings, args.limit_db, short)
+    command_clips = [] if commands is None else synthesise_commands()
     other_ducks = tuple(db for db in args.duck_db if db != settings.duck_db)
     sentence = None if args.no_wer else _sentence(Path(args.speech))
     stt = None if args.no_wer else _whisper()
@@ -900,10 +944,13 @@ def main(args: argparse.Namespace) -> int:
             wer.add(
                 run_wer(replies, sentence, args.user_db, args.wer_rooms, settings, stt, other_ducks, limit)
             )
+            for clip in command_clips:  # over the weak canceller: the sentence's line says it
+                assert commands is not None
+                commands.add(run_wer(replies, clip, args.user_db, args.wer_rooms, settings, stt, other_ducks))
     assert echo is not None and barge is not None  # args.sets >= 1
     if args.sets > 1:
         print(f"\n{args.sets} sets of replies, synthesised afresh, pooled")
-    print_tables(echo, barge, wer)
+    print_tables(echo, barge, wer, commands)
     print(f"({time.monotonic() - t0:.0f} s)")
     return 0
 
@@ -951,6 +998,11 @@ def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction)
         f"beside hearing.duck_db ({HearingSettings().duck_db:g})",
     )
     b.add_argument("--no-wer", action="store_true", help="skip the WER check (no Whisper)")
+    b.add_argument(
+        "--no-commands",
+        action="store_true",
+        help="skip the WER check's short barge-ins (COMMANDS, in the project's Piper voice)",
+    )
     b.add_argument(
         "--no-weak",
         action="store_true",

@@ -260,6 +260,46 @@ def test_the_wer_check_pools_its_sets_and_ducks_by_the_devices_guard(
     assert "(the VAD's view) 18.2 % (+15.9 points)" in out and "not ducked 95.5 %" in out
 
 
+def test_the_wer_check_prints_the_short_barge_ins_on_a_line_of_their_own(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The short barge-ins (``COMMANDS``) are counted apart from the recorded sentence and printed on
+    a line that names them; ``--no-commands`` leaves them out."""
+    import argparse
+
+    from audio.tools.bench_duplex import (
+        COMMANDS,
+        ONSET_VIEW,
+        BargeInFigures,
+        EchoFigures,
+        WerFigures,
+        print_tables,
+        register,
+    )
+
+    assert COMMANDS and all(text.endswith((".", "?")) for text in COMMANDS)
+    sentence = WerFigures({"alone": 0, "ducked": 1, "gated": 2, "over": 10, ONSET_VIEW: 1}, 22)
+    short = WerFigures({"alone": 0, "ducked": 5, "gated": 6, "over": 20}, 31, what="short barge-ins")
+    short.add(WerFigures({"alone": 1, "ducked": 3, "gated": 3, "over": 19}, 31))
+    assert (short.errors["ducked"], short.words, short.what) == (8, 62, "short barge-ins")
+    echo = EchoFigures({"full": [45.0]}, {("full", "gate"): 0}, 100, [0.1])
+    print_tables(echo, BargeInFigures({"gate": [0.2]}, {"gate": 0}), sentence, short)
+    out = capsys.readouterr().out
+    assert "WER of the user's words (22 words): alone 0.0 %" in out
+    assert "WER of short barge-ins (62 words): alone 1.6 %" in out
+    assert "12.9 % (+11.3 points), as the device transcribes it" in out
+    assert (
+        "the reply ducked from the user's first word (a detection with no delay) 4.5 % (+4.5 points)" in out
+    )
+    assert out.count("first word") == 1  # a view the figures lack is not printed
+
+    parser = argparse.ArgumentParser()
+    bench = parser.add_subparsers().add_parser("bench").add_subparsers()
+    register(bench, bench)
+    assert parser.parse_args(["bench", "duplex", "--no-commands"]).no_commands
+    assert not parser.parse_args(["bench", "duplex"]).no_commands
+
+
 def test_the_wer_check_prints_other_duck_depths_beside_the_devices(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -339,18 +379,27 @@ def test_each_duck_depth_is_its_own_view_of_the_same_trial() -> None:
     """``_wer_views`` with another depth: one more view, of the same span, ducked from the same
     detected start by that depth (not the device's), beside the device's ducked and gated views."""
     from audio.hearing.settings import HearingSettings
-    from audio.tools.bench_duplex import _sentence, _wer_views, conditions, duck_view, synthesise_replies
+    from audio.tools.bench_duplex import (
+        ONSET_VIEW,
+        _sentence,
+        _wer_views,
+        conditions,
+        duck_view,
+        synthesise_replies,
+    )
     from tests.audio.conftest import HEARING_SPEECH_DIR
 
     replies = synthesise_replies(2)
     room = next(c for c in conditions() if c.echo_db == 0.0 and c.delay_ms == 40.0)
     settings = HearingSettings()
     views = _wer_views(replies, _sentence(HEARING_SPEECH_DIR), -6.0, 0, room, settings, (-40.0,))
-    assert set(views) == {"alone", "over", "ducked", "gated", duck_view(-40.0)}
+    assert set(views) == {"alone", "over", "ducked", "gated", ONSET_VIEW, duck_view(-40.0)}
     assert len({len(v) for k, v in views.items() if k != "alone"}) == 1  # the same span of the trial
     # The reply was ducked (a start was detected over it), and by another depth in the extra view.
     assert not np.array_equal(views["ducked"], views["over"])
     assert not np.array_equal(views[duck_view(-40.0)], views["ducked"])
+    # Ducked from the user's first word, before the start was detected: another signal again.
+    assert not np.array_equal(views[ONSET_VIEW], views["ducked"])
 
 
 def test_over_a_weak_canceller_each_depth_is_a_view_from_where_the_utterance_begins() -> None:
@@ -361,6 +410,7 @@ def test_over_a_weak_canceller_each_depth_is_a_view_from_where_the_utterance_beg
     from audio.hearing.settings import HearingSettings
     from audio.hearing.vad import frame_level_db
     from audio.tools.bench_duplex import (
+        ONSET_VIEW,
         _sentence,
         _wer_views,
         conditions,
@@ -377,7 +427,7 @@ def test_over_a_weak_canceller_each_depth_is_a_view_from_where_the_utterance_beg
     sentence = _sentence(HEARING_SPEECH_DIR)
     views = _wer_views(replies, sentence, -6.0, 0, room, settings, (), (6.0, weak_depths(settings)))
     weak = [weak_view(db) for db in weak_depths(settings)]
-    assert set(views) == {"alone", "over", "ducked", "gated", *weak}
+    assert set(views) == {"alone", "over", "ducked", "gated", ONSET_VIEW, *weak}
     assert len({len(views[v]) for v in weak}) == 1
     # Shorter than the user's span: the start over a weak canceller comes later than the sentence's.
     assert len(views[weak[0]]) < len(views["ducked"])

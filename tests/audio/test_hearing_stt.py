@@ -28,16 +28,22 @@ CONFIDENT = 0.6
 
 
 def test_jfk_is_transcribed_with_high_confidence(
-    hearing_transcriber: WhisperTranscriber, hearing_settings: HearingSettings
+    hearing_transcriber: WhisperTranscriber,
+    hearing_settings: HearingSettings,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    res = transcribe_clip(
-        load_clip(HEARING_SPEECH_DIR / "jfk/jfk.flac"), hearing_transcriber, hearing_settings
-    )
+    with caplog.at_level(logging.DEBUG, logger="audio.hearing.whisper_stt"):
+        res = transcribe_clip(
+            load_clip(HEARING_SPEECH_DIR / "jfk/jfk.flac"), hearing_transcriber, hearing_settings
+        )
     assert "ask not what your country can do for you" in normalise_for_wer(res.text)
     assert res.confidence >= ACCEPT
     assert res.language == "en" and res.audio_ms == 11000 and res.decode_ms > 0
     feats = res.utterances[0].features
     assert feats is not None and feats.nbest_word_agreement > 0.8  # the rivals differ in a word at most
+    # Why a transcript scored as it did is in the debug log: the score, the words and every feature.
+    logged = [r.getMessage() for r in caplog.records if r.getMessage().startswith("confidence ")]
+    assert logged and f"{res.confidence:.3f}" in logged[-1] and "nbest_word_agreement=" in logged[-1]
 
 
 @pytest.mark.parametrize("text", ["Thank you.", "Bye.", "Good night.", "What is the weather like today?"])
