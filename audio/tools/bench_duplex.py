@@ -338,31 +338,29 @@ class Reply:
     far16: FloatArray
 
 
-def synthesise_replies(count: int) -> list[Reply]:
-    """The project's own Piper voice saying ``REPLIES`` (cycled to ``count`` distinct texts)."""
-    from audio.edges.wav import resample
-    from audio.speaking.tts import load_voice
-
-    voice = load_voice(threads=1)
-    replies = []
-    for text in REPLIES[: max(1, count)]:
-        syn = voice.synthesize(text)
-        audio = (syn.audio * VOLUME).astype(np.float32)
-        replies.append(Reply(text, audio, syn.rate, resample(audio, syn.rate, RATE)))
-    return replies
-
-
-def synthesise_commands() -> list[tuple[FloatArray, str]]:
-    """``COMMANDS`` in the project's Piper voice at 16 kHz, each with its words."""
+def _synthesise(texts: tuple[str, ...]) -> list[Reply]:
+    """The project's own Piper voice saying ``texts`` (at the reply volume, and at 16 kHz)."""
     from audio.edges.wav import resample
     from audio.speaking.tts import load_voice
 
     voice = load_voice(threads=1)
     out = []
-    for text in COMMANDS:
+    for text in texts:
         syn = voice.synthesize(text)
-        out.append((resample(syn.audio.astype(np.float32), syn.rate, RATE), text))
+        audio = (syn.audio * VOLUME).astype(np.float32)
+        out.append(Reply(text, audio, syn.rate, resample(audio, syn.rate, RATE)))
     return out
+
+
+def synthesise_replies(count: int) -> list[Reply]:
+    """The project's own Piper voice saying ``REPLIES`` (cycled to ``count`` distinct texts)."""
+    return _synthesise(REPLIES[: max(1, count)])
+
+
+def synthesise_commands() -> list[tuple[FloatArray, str]]:
+    """``COMMANDS`` in the project's Piper voice at 16 kHz, each with its words (the WER check sets
+    the user's level against the reply's, so the voice's own level does not matter)."""
+    return [(said.far16, said.text) for said in _synthesise(COMMANDS)]
 
 
 def _rms_db(x: FloatArray) -> float:
@@ -585,13 +583,13 @@ def _sentence(speech_dir: Path) -> tuple[FloatArray, str]:
 
 
 WER_VIEWS = ("alone", "ducked", "gated", "over")
-ONSET_VIEW = "ducked from the onset"
-"""The WER view of the reply ducked by ``hearing.duck_db`` from the user's first word (``_onset``):
-a detection with no delay, the most an earlier duck could win over the "ducked" view."""
 """What the WER check transcribes: the sentence alone (with the noise); over the echo, cleaned, the
 reply ducked from the device guard's detected start (what the device's Whisper hears: the listener
 takes the cleaned view, ``FrontEndSource.detection_view``); the same through the residual-echo gate
 (the VAD's view, were it transcribed); cleaned without ducking."""
+ONSET_VIEW = "ducked from the onset"
+"""The WER view of the reply ducked by ``hearing.duck_db`` from the user's first word (``_onset``):
+a detection with no delay, the most an earlier duck could win over the "ducked" view."""
 
 
 @dataclass
@@ -711,8 +709,8 @@ def _wer_views(
     weak: tuple[float, tuple[float, ...]] | None = None,
 ) -> dict[str, FloatArray]:
     """The user's span (from 0.25 s before their sentence to 0.25 s after) in each of ``WER_VIEWS``,
-    ducked from the user's first word (``ONSET_VIEW``) and by each of ``other_ducks`` (``duck_view``), in room ``cond``, the replies from the
-    ``k``-th on; ``weak`` = (limit dB, depths): also over a canceller limited to that (``weak_view``)."""
+    ducked from the user's first word (``ONSET_VIEW``) and by each of ``other_ducks`` (``duck_view``),
+    in room ``cond``, the replies from the ``k``-th on; ``weak`` = (limit dB, depths): also over a canceller limited to that (``weak_view``)."""
     audio, _ = sentence
     order = [replies[(k + j) % len(replies)] for j in range(len(replies))]
     far = np.concatenate([r.audio for r in order])
@@ -944,8 +942,8 @@ def main(args: argparse.Namespace) -> int:
             wer.add(
                 run_wer(replies, sentence, args.user_db, args.wer_rooms, settings, stt, other_ducks, limit)
             )
-            for clip in command_clips:  # over the weak canceller: the sentence's line says it
-                assert commands is not None
+        if commands is not None and stt is not None:  # the weak canceller: the sentence's line says it
+            for clip in command_clips:
                 commands.add(run_wer(replies, clip, args.user_db, args.wer_rooms, settings, stt, other_ducks))
     assert echo is not None and barge is not None  # args.sets >= 1
     if args.sets > 1:
