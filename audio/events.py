@@ -34,6 +34,17 @@ class SpeechStarted:
     over_playback: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class BargeInSuspected:
+    """Full duplex, while the device speaks: the first voiced frames over the reply
+    (``hearing.early_duck_speech_ms``), not yet the speech a barge-in needs. Maybe the user starting
+    to talk over it, maybe the residue of its own voice: the device ducks the reply at once and lets
+    go after ``hearing.early_duck_release_ms`` unless ``SpeechStarted`` follows. ``ts``: the first
+    voiced frame. Not a protocol message."""
+
+    ts: float
+
+
 EndReason = Literal["turn_complete", "silence", "max_length"]
 """Why an utterance ended (protocol v1.1 ``speech_ended.end``): the end-of-turn model judged the turn
 finished after a short pause, the (fallback) silence ran out, or the utterance reached its maximum length."""
@@ -159,6 +170,7 @@ ECHO_REMOVAL_STEP_DB = 2.0
 
 HearingEvent = (
     SpeechStarted
+    | BargeInSuspected
     | SpeechEnded
     | Transcribed
     | UtteranceFailed

@@ -12,7 +12,9 @@ Full duplex (docs/hearing.md, "Full duplex"): behind the echo canceller (a ``Dup
 while it has no fault) the microphone is heard while the device speaks: an utterance that starts
 then is a barge-in (``SpeechStarted.over_playback``), needs ``barge_in_speech_ms`` of speech to
 start (a stricter endpointer while the device speaks, swapped in and out only between utterances)
-and closes through the normal turn logic. Half duplex -- echo cancellation off, not converged yet,
+and closes through the normal turn logic; with ``early_duck_speech_ms`` set (off by default), that
+much speech is said at once (``BargeInSuspected``: the core ducks the reply early, and lets go if no
+start follows). Half duplex -- echo cancellation off, not converged yet,
 or fallen back after a fault -- discards as before. Every change of the mode (and the first one
 known, unless echo cancellation is off) is emitted as ``DuplexChanged`` with its reason; falling
 back while the device speaks fails the utterance in progress with ``interrupted`` (never
@@ -75,6 +77,7 @@ from audio.edges.wav import FloatArray
 from audio.events import (
     ECHO_REMOVAL_STEP_DB,
     AudioDeviceProblem,
+    BargeInSuspected,
     DuplexChanged,
     DuplexMode,
     EchoRemoval,
@@ -95,6 +98,7 @@ from audio.hearing.vad import (
     EndpointerEvent,
     FrameSegmenter,
     SpeechPaused,
+    SpeechStirred,
     TurnQuestion,
     UtteranceBegan,
     UtteranceComplete,
@@ -279,8 +283,9 @@ class Listener:
         """Decodes of the current utterance's earlier parts, in order."""
         self._speaking = False
         self._normal = self._segmenter.endpointer
-        self._strict = Endpointer(_barge_in_settings(settings))
-        """The endpointer while the device speaks in full duplex (``barge_in_speech_ms`` to start)."""
+        self._strict = Endpointer(_barge_in_settings(settings), stir_ms=settings.early_duck_speech_ms)
+        """The endpointer while the device speaks in full duplex (``barge_in_speech_ms`` to start,
+        ``early_duck_speech_ms`` to say a barge-in may be starting)."""
         self._duplex: tuple[DuplexMode, str] | None = None
         """The duplex mode and its reason as last emitted (None: not known yet)."""
         self._removal: float | None = None
@@ -586,6 +591,9 @@ class Listener:
                 over = self._speaking and self.duplex == "full"
                 ts = self._ts_of(ev.offset)
                 self._emit(SpeechStarted(utterance=self._utterance, ts=ts, over_playback=over))
+            elif isinstance(ev, SpeechStirred):
+                if self._utterance is None and self._speaking and self.duplex == "full":
+                    self._emit(BargeInSuspected(ts=self._ts_of(ev.offset)))
             elif isinstance(ev, UtterancePart):
                 if self._utterance is not None:
                     self._parts.append(self._submit_decode(ev.audio, ev.speech_ratio))

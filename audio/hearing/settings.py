@@ -260,6 +260,20 @@ class HearingSettings:
     ``robot-face bench duplex``, with the gate's tail rule; 250 reported only about a fifth of the
     barge-ins within 300 ms and missed short ones such as "Actually, stop.")."""
 
+    early_duck_speech_ms: int = 0
+    """Speech over a reply that ducks it at once, before ``barge_in_speech_ms`` confirms a barge-in,
+    in ms (within the same start window; full duplex only); released after
+    ``early_duck_release_ms`` when no barge-in follows (the face does not change, nothing is
+    published). 0 = off: the reply ducks once the barge-in is confirmed (default 0: measured by
+    ``robot-face bench duplex --early-ms``, docs/hearing.md "The early duck": 60 ms ducks the reply
+    ~60 ms sooner and 30 ms ~90 ms sooner, but the short barge-ins' words came back no better --
+    what WebRTC's suppressor takes is the first ~80 ms of the first word -- for 14 / 31 dips of the
+    reply per 100 replies with nobody speaking)."""
+
+    early_duck_release_ms: int = 300
+    """How long an early duck lasts, from the first voiced frame, when no barge-in is confirmed
+    (the device's own voice passed the shorter start), in ms (default 300)."""
+
     duck_db: float = -18.0
     """Level of a reply while the user speaks over it, in dB relative to its volume; 0 = no ducking
     (default -18.0: measured by ``robot-face bench duplex --duck-db``, the user's words spoken over
@@ -401,6 +415,12 @@ class HearingSettings:
             ),
             ("echo_delay_ms", 0 <= self.echo_delay_ms <= 500, "must be in 0..500"),
             ("barge_in_speech_ms", 30 <= self.barge_in_speech_ms <= 2000, "must be in 30..2000"),
+            (
+                "early_duck_speech_ms",
+                self.early_duck_speech_ms == 0 or 30 <= self.early_duck_speech_ms < self.barge_in_speech_ms,
+                f"must be 0 (off) or in 30..barge_in_speech_ms ({self.barge_in_speech_ms}), exclusive",
+            ),
+            ("early_duck_release_ms", 50 <= self.early_duck_release_ms <= 2000, "must be in 50..2000"),
             ("duck_db", -60.0 <= self.duck_db <= 0.0, "must be in -60..0 (0 = no ducking)"),
             ("duck_weak_db", -60.0 <= self.duck_weak_db <= 0.0, "must be in -60..0"),
             ("weak_canceller_db", 0.0 <= self.weak_canceller_db <= 60.0, "must be in 0..60 (0 = never weak)"),

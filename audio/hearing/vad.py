@@ -46,6 +46,16 @@ class UtteranceBegan:
 
 
 @dataclass(frozen=True, slots=True)
+class SpeechStirred:
+    """Idle, the start window holds the endpointer's ``stir_ms`` of speech but not yet the speech a
+    start needs: maybe the start of an utterance (the device ducks its reply early over it). Raised
+    once until the window falls under ``stir_ms`` again; ``offset`` is the stream sample index of the
+    window's first speech frame."""
+
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
 class UtterancePart:
     """The utterance goes on past ``max_part_ms``: here is its next part to transcribe now.
 
@@ -126,7 +136,13 @@ class UtteranceRejected:
 
 
 EndpointerEvent = (
-    UtteranceBegan | UtterancePart | UtteranceComplete | UtteranceRejected | SpeechPaused | TurnQuestion
+    UtteranceBegan
+    | UtterancePart
+    | UtteranceComplete
+    | UtteranceRejected
+    | SpeechPaused
+    | TurnQuestion
+    | SpeechStirred
 )
 
 TURN_CONTEXT_MS = 8000
@@ -193,11 +209,15 @@ class Endpointer:
     speech goes on (the pre-roll ring keeps what comes meanwhile).
     """
 
-    def __init__(self, settings: HearingSettings) -> None:
+    def __init__(self, settings: HearingSettings, stir_ms: int = 0) -> None:
         fms = settings.block_ms
         self.frame_ms = fms
         self._start_window = max(1, settings.start_window_ms // fms)
         self._start_needed = max(1, min(self._start_window, -(-settings.start_speech_ms // fms)))
+        self._stir_needed = -(-stir_ms // fms) if stir_ms > 0 else 0
+        """Speech frames in the start window that raise ``SpeechStirred`` (0: never; under
+        ``_start_needed`` to be raised at all)."""
+        self._stirred = False
         self.smart_turn = settings.turn_detector == "smart_turn"
         end_ms = settings.turn_fallback_ms if self.smart_turn else settings.end_silence_ms
         self.end_silence_ms = end_ms
@@ -263,6 +283,7 @@ class Endpointer:
         self._complete_at = None
         self._silence_run = 0
         self._state = "idle"
+        self._stirred = False
         self._parts = 0
         self._part_samples = 0
         self._part_frames_total = 0
@@ -278,8 +299,10 @@ class Endpointer:
     def _process_idle(self, frame: FloatArray, is_speech: bool) -> list[EndpointerEvent]:
         self._ring.append((frame, is_speech))
         window = list(self._ring)[-self._start_window :]
-        if sum(flag for _, flag in window) < self._start_needed:
-            return []
+        voiced = sum(flag for _, flag in window)
+        if voiced < self._start_needed:
+            return self._stir(window, voiced)
+        self._stirred = False
         # Start: keep the whole ring (pre-roll + start window), but drop leading frames beyond pre-roll
         # that precede the first speech frame of the window.
         items = list(self._ring)
@@ -295,6 +318,18 @@ class Endpointer:
         start = self._samples_seen - sum(len(f) for f in self._frames)
         pre = sum(len(f) for f in self._frames[: first_speech - begin])
         return [UtteranceBegan(offset=start + pre, pre_roll=pre)]
+
+    def _stir(self, window: list[tuple[FloatArray, bool]], voiced: int) -> list[EndpointerEvent]:
+        """``SpeechStirred`` when the window's speech first reaches ``_stir_needed`` (not again
+        until it fell under it)."""
+        if not self._stir_needed or voiced < self._stir_needed:
+            self._stirred = False
+            return []
+        if self._stirred:
+            return []
+        self._stirred = True
+        first = next(i for i, (_, flag) in enumerate(window) if flag)
+        return [SpeechStirred(offset=self._samples_seen - sum(len(f) for f, _ in window[first:]))]
 
     def _process_speech(self, frame: FloatArray, is_speech: bool) -> list[EndpointerEvent]:
         self._frames.append(frame)

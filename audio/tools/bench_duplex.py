@@ -15,9 +15,12 @@ play times and the microphone with its capture times, exactly as at run time. Pr
   mixed back), each with the plain VAD, with the stricter start while playing (``barge_in_speech_ms``)
   and with that plus the residual-echo check (``audio.hearing.echo_tail.EchoGuard``);
 - barge-in detection: the share of user onsets (user at ``--user-db`` re the reply's level at the
-  speaker) reported within 300 ms, and the onset → start latency;
+  speaker) reported within 300 ms, the onset → start latency and the onset → duck latency (the early
+  duck, ``hearing.early_duck_speech_ms``: ``audio.tools.bench_early_duck``); the early duck's dips of
+  the reply with nobody speaking, per 100 replies;
 - WER of the user's words over the echo vs the same words alone (faster-whisper, the project's
-  transcriber), the reply ducked as the device ducks it; and over the weak canceller, the reply
+  transcriber), the reply ducked as the device ducks it (early; beside it, from the confirmed start
+  only); and over the weak canceller, the reply
   ducked by ``hearing.duck_db`` and by ``hearing.duck_weak_db`` (the device's depth over it); the
   same (full canceller) for short barge-ins (``COMMANDS``), whose first word is a larger share;
 - CPU per 10 ms frame of the front end (thread time) and the share of one core.
@@ -42,7 +45,8 @@ from audio.hearing.echo_tail import EchoGuard
 from audio.hearing.engine import Transcriber
 from audio.hearing.front_end import RATE, EchoCanceller, FrontEnd, FrontEndOptions, ResidualGate
 from audio.hearing.settings import HearingSettings
-from audio.hearing.vad import Endpointer, SpeechDetector, UtteranceBegan, frame_level_db
+from audio.hearing.vad import Endpointer, SpeechDetector, SpeechStirred, UtteranceBegan, frame_level_db
+from audio.tools.bench_early_duck import Detections, Stir, duck_from, false_dips
 from audio.tools.cli_hearing import positive_int
 from audio.tools.proportions import interval_pct
 
@@ -187,11 +191,29 @@ def starts(
     ``guard``, whose residual-echo check has heard everything from the signal's start, as the
     device's runs all the time; ``delay_ms``: the room's echo delay
     (``FrontEndOptions.echo_delay_ms``, the guard's tail rule reads the reply's pauses that late)."""
+    return detections(signal, raw, far16, guard, settings, start, end, delay_ms).starts
+
+
+def detections(
+    signal: FloatArray,
+    raw: FloatArray,
+    far16: FloatArray,
+    guard: str,
+    settings: HearingSettings,
+    start: float = 0.0,
+    end: float | None = None,
+    delay_ms: float = 0.0,
+) -> Detections:
+    """``starts``, with the stirs of a ``strict`` guard (``hearing.early_duck_speech_ms`` of
+    speech: the early duck) beside them."""
     n = settings.sample_rate * settings.block_ms // 1000
     lo = int(start * RATE) // n * n
     hi = len(signal) if end is None else int(end * RATE)
     found = _starts(signal[:hi], raw[:hi], far16[:hi], guard, settings, round(delay_ms), lo)
-    return [t + lo / RATE for t in found]
+    shift = lo / RATE
+    return Detections(
+        [t + shift for t in found.starts], [Stir(s.at + shift, s.voiced + shift) for s in found.stirs]
+    )
 
 
 @dataclass(frozen=True)
@@ -284,25 +306,28 @@ def _starts(
     settings: HearingSettings,
     delay_ms: int = 0,
     lo: int = 0,
-) -> list[float]:
-    """Utterance starts (s after ``lo``) by a fresh VAD path on ``signal[lo:]``, the guard's check
-    run from sample 0."""
+) -> Detections:
+    """Utterance starts and stirs (s after ``lo``) by a fresh VAD path on ``signal[lo:]``, the
+    guard's check run from sample 0."""
     spec = parse_guard(guard)
+    stir_ms = 0
     if spec.variant.startswith("strict"):
+        stir_ms = settings.early_duck_speech_ms
         need = spec.need_ms or settings.barge_in_speech_ms
         window = max(settings.start_window_ms, need + 60)
         settings = replace(settings, start_window_ms=window, start_speech_ms=need)
     if spec.variant.endswith("gate"):  # the residual-echo gate on the audio (FrontEndSource), then the VAD
         block = settings.sample_rate * settings.block_ms // 1000
         signal = gate_residual(raw, signal, far16, block, spec, delay_ms)
-    detector, endpointer, warm = SpeechDetector(settings), Endpointer(settings), SpeechDetector(settings)
+    detector, warm = SpeechDetector(settings), SpeechDetector(settings)
+    endpointer = Endpointer(settings, stir_ms=stir_ms)
     echo_guard = (
         spec.configure(EchoGuard(frame_ms=settings.block_ms, echo_delay_ms=delay_ms))
         if spec.variant.endswith("residual")
         else None
     )
     n = settings.sample_rate * settings.block_ms // 1000
-    found: list[float] = []
+    found = Detections()
     for i in range(0, len(signal) - n + 1, n):
         frame = signal[i : i + n]
         if i < lo:  # before listening starts: only the guard hears it
@@ -324,7 +349,11 @@ def _starts(
             )
         for event in endpointer.process(frame, speech):
             if isinstance(event, UtteranceBegan):
-                found.append((i + n - lo) / RATE)
+                found.starts.append((i + n - lo) / RATE)
+            elif isinstance(event, SpeechStirred):
+                found.stirs.append(
+                    Stir((i + n - lo) / RATE, event.offset / RATE)
+                )  # the endpointer counts from lo
     return found
 
 
@@ -387,9 +416,17 @@ class EchoFigures:
     cpu_ms: list[float]
     cold_starts: dict[tuple[str, str], int] = field(default_factory=dict)
     """Starts during the reply right after the canceller started (per variant and guard)."""
+    dips: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+    """The early ducks no start followed (``bench_early_duck.false_dips``), each one's length in s,
+    per variant and guard (a ``strict`` guard's only: the others do not stir)."""
+    early_ms: int = 0
+    """``hearing.early_duck_speech_ms`` the dips were counted with (0: no early duck)."""
+    release_ms: int = 0
+    """``hearing.early_duck_release_ms`` they were counted with."""
 
     def __post_init__(self) -> None:
         self.cold_starts = dict.fromkeys(self.false_starts, 0)
+        self.dips = {key: [] for key in self.false_starts}
 
     def add(self, other: EchoFigures) -> None:
         """Pool ``other`` (another set of replies, the same variants and guards) into these."""
@@ -399,6 +436,8 @@ class EchoFigures:
             self.false_starts[key] = self.false_starts.get(key, 0) + count
         for key, count in other.cold_starts.items():
             self.cold_starts[key] = self.cold_starts.get(key, 0) + count
+        for key, lengths in other.dips.items():
+            self.dips.setdefault(key, []).extend(lengths)
         self.replies += other.replies
         self.cpu_ms.extend(other.cpu_ms)
 
@@ -424,6 +463,7 @@ def run_echo_only(
     reply, right after the canceller started, are counted apart (``cold_starts``)."""
     variants = ("raw", "full", f"limited {limit_db:.0f} dB")
     figures = EchoFigures({v: [] for v in variants}, {(v, g): 0 for v in variants for g in guards}, 0, [])
+    figures.early_ms, figures.release_ms = settings.early_duck_speech_ms, settings.early_duck_release_ms
     pair_cycle = itertools.cycle(reply_pairs(replies))
     for k, cond in enumerate(conditions()):
         for _ in range(per_condition):
@@ -440,9 +480,10 @@ def run_echo_only(
                 if name != "raw":
                     figures.erle[name].append(erle_db(echo[int(lead * RATE) :], sig[int(lead * RATE) :], 0.0))
                 for guard in guards:
-                    figures.false_starts[(name, guard)] += len(
-                        starts(sig, mic, far16, guard, settings, lead, delay_ms=cond.delay_ms)
-                    )
+                    found = detections(sig, mic, far16, guard, settings, lead, delay_ms=cond.delay_ms)
+                    figures.false_starts[(name, guard)] += len(found.starts)
+                    release_s = settings.early_duck_release_ms / 1000
+                    figures.dips[(name, guard)].extend(d.end - d.start for d in false_dips(found, release_s))
                     figures.cold_starts[(name, guard)] += len(
                         starts(sig, mic, far16, guard, settings, 0.0, lead, cond.delay_ms)
                     )
@@ -482,11 +523,16 @@ class BargeInFigures:
 
     latencies: dict[str, list[float | None]]
     early: dict[str, int]
+    ducks: dict[str, list[float | None]] = field(default_factory=dict)
+    """Per guard: onset → the reply ducked (the early duck the start took over, else the start;
+    None = missed)."""
 
     def add(self, other: BargeInFigures) -> None:
         """Pool ``other`` (another set of replies, the same guards) into these."""
         for guard, values in other.latencies.items():
             self.latencies.setdefault(guard, []).extend(values)
+        for guard, values in other.ducks.items():
+            self.ducks.setdefault(guard, []).extend(values)
         for guard, count in other.early.items():
             self.early[guard] = self.early.get(guard, 0) + count
 
@@ -544,7 +590,7 @@ def run_barge_in(
     guards: tuple[str, ...] = GUARDS,
 ) -> BargeInFigures:
     """User clips at ``user_db`` re the reply's level at the speaker, over replies in rooms at -6 dB."""
-    figures = BargeInFigures({g: [] for g in guards}, {g: 0 for g in guards})
+    figures = BargeInFigures({g: [] for g in guards}, {g: 0 for g in guards}, {g: [] for g in guards})
     rooms = [c for c in conditions() if c.echo_db == -6.0]
     rng = np.random.default_rng(11)
     for k in range(trials):
@@ -557,10 +603,12 @@ def run_barge_in(
         far16 = far_at_16k(trial.far, trial.rate, len(mic))
         onset = (trial.at + _onset(clip)) / RATE
         for guard in guards:
-            found = starts(cleaned, mic, far16, guard, settings, trial.lead, delay_ms=trial.cond.delay_ms)
-            figures.early[guard] += sum(1 for t in found if t < onset - 0.05)
-            after = [t - onset for t in found if t >= onset - 0.05]
+            found = detections(cleaned, mic, far16, guard, settings, trial.lead, delay_ms=trial.cond.delay_ms)
+            figures.early[guard] += sum(1 for t in found.starts if t < onset - 0.05)
+            after = [t - onset for t in found.starts if t >= onset - 0.05]
             figures.latencies[guard].append(after[0] if after and after[0] < 1.5 else None)
+            ducked = duck_from(found, onset - 0.05, settings.early_duck_release_ms / 1000)
+            figures.ducks[guard].append(None if ducked is None or ducked - onset >= 1.5 else ducked - onset)
     return figures
 
 
@@ -584,9 +632,13 @@ def _sentence(speech_dir: Path) -> tuple[FloatArray, str]:
 
 WER_VIEWS = ("alone", "ducked", "gated", "over")
 """What the WER check transcribes: the sentence alone (with the noise); over the echo, cleaned, the
-reply ducked from the device guard's detected start (what the device's Whisper hears: the listener
+reply ducked as the device ducks it -- from its early duck, else from the device guard's detected
+start (what the device's Whisper hears: the listener
 takes the cleaned view, ``FrontEndSource.detection_view``); the same through the residual-echo gate
 (the VAD's view, were it transcribed); cleaned without ducking."""
+CONFIRMED_VIEW = "ducked from the confirmed start"
+"""The WER view of the reply ducked from the device guard's start only (no early duck: the device
+before ``hearing.early_duck_speech_ms``), beside the "ducked" view (as the device ducks, early)."""
 ONSET_VIEW = "ducked from the onset"
 """The WER view of the reply ducked by ``hearing.duck_db`` from the user's first word (``_onset``):
 a detection with no delay, the most an earlier duck could win over the "ducked" view."""
@@ -720,13 +772,7 @@ def _wer_views(
     mic, _ = trial.mic(trial.far, seed=300 + k)
     options = FrontEndOptions(echo_delay_ms=int(cond.delay_ms))
     over, _ = cancel(trial.far, trial.rate, mic, options)
-    far16 = far_at_16k(trial.far, trial.rate, len(mic))
-    found = [
-        t
-        for t in starts(over, mic, far16, DEVICE_GUARD, settings, lead, delay_ms=cond.delay_ms)
-        if t * RATE >= trial.at
-    ]
-    at = found[0] if found else None
+    start, at = _device_duck(trial, over, mic, settings)
     ducked_far, ducked_mic, ducked = _ducked(trial, at, settings.duck_db, options, seed=300 + k)
     block = settings.sample_rate * settings.block_ms // 1000
     gated = gate_residual(
@@ -748,6 +794,8 @@ def _wer_views(
     }
     onset_s = (trial.at + _onset(trial.user)) / RATE
     views[ONSET_VIEW] = _ducked(trial, onset_s, settings.duck_db, options, seed=300 + k)[2][span]
+    if settings.early_duck_speech_ms:
+        views[CONFIRMED_VIEW] = _ducked(trial, start, settings.duck_db, options, seed=300 + k)[2][span]
     for db in other_ducks:
         views[duck_view(db)] = _ducked(trial, at, db, options, seed=300 + k)[2][span]
     if weak is not None:
@@ -770,14 +818,8 @@ def _weak_views(
     device's utterance would begin (``_utterance_from``) to the end of ``span``."""
     mic, echo = trial.mic(trial.far, seed=seed)
     weak = _limited(cancel(trial.far, trial.rate, mic, options)[0], echo, limit_db)
-    far16 = far_at_16k(trial.far, trial.rate, len(mic))
-    found = [
-        t
-        for t in starts(weak, mic, far16, DEVICE_GUARD, settings, trial.lead, delay_ms=trial.cond.delay_ms)
-        if t * RATE >= trial.at
-    ]
-    at = found[0] if found else None
-    span = slice(_utterance_from(at, settings, span.start), span.stop)
+    start, at = _device_duck(trial, weak, mic, settings)
+    span = slice(_utterance_from(start, settings, span.start), span.stop)
     views = {}
     for db in depths:
         far = duck(trial.far, trial.rate, at, db)
@@ -786,6 +828,19 @@ def _weak_views(
             cancel(far, trial.rate, ducked_mic, options)[0], ducked_echo, limit_db
         )[span]
     return views
+
+
+def _device_duck(
+    trial: Trial, cleaned: FloatArray, mic: FloatArray, settings: HearingSettings
+) -> tuple[float | None, float | None]:
+    """(the device guard's first start at or after the user's clip began, when the device ducks the
+    reply for it: the early duck that start took over, else the start) on ``cleaned`` (s; None:
+    no start)."""
+    far16 = far_at_16k(trial.far, trial.rate, len(mic))
+    found = detections(cleaned, mic, far16, DEVICE_GUARD, settings, trial.lead, delay_ms=trial.cond.delay_ms)
+    after = trial.at / RATE
+    start = next((t for t in found.starts if t >= after), None)
+    return start, duck_from(found, after, settings.early_duck_release_ms / 1000)
 
 
 def _ducked(
@@ -861,23 +916,44 @@ def _print_echo(echo: EchoFigures, guards: list[str]) -> None:
         f"{g} {interval_pct(min(echo.false_starts[('full', g)], echo.replies), echo.replies)}" for g in guards
     )
     print(f"(false/100 with the full canceller, 95 % interval: {bounds})")
+    _print_dips(echo, [g for g in guards if parse_guard(g).variant.startswith("strict")])
+
+
+def _print_dips(echo: EchoFigures, guards: list[str]) -> None:
+    """The early duck's dips of the reply with nobody speaking, per 100 replies, per canceller and
+    ``strict`` guard (the others do not stir)."""
+    if not guards or not echo.early_ms:
+        return
+    print(
+        f"Early duck (hearing.early_duck_speech_ms {echo.early_ms} ms, released after "
+        f"{echo.release_ms} ms): dips of the reply with nobody speaking, per 100 replies (mean length)"
+    )
+    for name in echo.erle:
+        cells = []
+        for g in guards:
+            lengths = echo.dips[(name, g)]
+            mean = f"{1000 * statistics.mean(lengths):.0f} ms" if lengths else "-"
+            cells.append(f"{g} {100.0 * len(lengths) / echo.replies:.1f} ({mean})")
+        print(f"  {name:<14}" + "; ".join(cells))
 
 
 def _print_barge_in(barge: BargeInFigures, guards: list[str]) -> None:
-    """The barge-in table: onsets reported within 300 ms, at all, the median latency, per guard."""
+    """The barge-in table: onsets reported within 300 ms, at all, the median latency, the median
+    onset → duck, per guard."""
     print(
-        f"\nBarge-in: {len(next(iter(barge.latencies.values())))} user onsets over replies (room echo -6 dB)"
+        f"\nBarge-in: {len(next(iter(barge.latencies.values())))} user onsets over replies (room echo -6 dB; "
+        "ducked: onset to the reply ducked, by the early duck the start took over or at the start)"
     )
     print(
         f"{'guard':<20}{'within 300 ms %':>16}{'95 % interval':>15}{'detected %':>12}{'median ms':>11}"
-        f"{'false before onset':>20}"
+        f"{'false before onset':>20}{'ducked, median ms':>19}"
     )
     for g in guards:
         lat = barge.latencies[g]
         within = sum(1 for v in lat if v is not None and v <= 0.3)
         print(
             f"{g:<20}{_pct(lat, 0.3):>16.1f}{interval_pct(within, len(lat)):>15}{_pct(lat, 1.5):>12.1f}"
-            f"{_median_ms(lat):>11}{barge.early[g]:>20}"
+            f"{_median_ms(lat):>11}{barge.early[g]:>20}{_median_ms(barge.ducks.get(g, [])):>19}"
         )
 
 
@@ -890,14 +966,21 @@ def _print_wer(wer: WerFigures) -> None:
 
     print(
         f"\nWER of {wer.what} ({wer.words} words): alone {alone:.1f} %; over the echo, cleaned, reply "
-        f"ducked from the device guard's ({DEVICE_GUARD}) detected start {pts('ducked')}, as the device "
+        f"ducked as the device ducks it (its guard {DEVICE_GUARD}) {pts('ducked')}, as the device "
         f"transcribes it; the same through the residual-echo gate (the VAD's view) {pts('gated')}; "
         f"not ducked {pts('over')}"
     )
+    if CONFIRMED_VIEW in wer.errors:
+        print(
+            "the early duck (hearing.early_duck_speech_ms) is in the ducked view; "
+            f"without it, ducked from the confirmed start {pts(CONFIRMED_VIEW)}"
+        )
     if ONSET_VIEW in wer.errors:
         print(f"the reply ducked from the user's first word (a detection with no delay) {pts(ONSET_VIEW)}")
     others = [
-        view for view in wer.errors if view not in (*WER_VIEWS, ONSET_VIEW) and not view.startswith("weak")
+        view
+        for view in wer.errors
+        if view not in (*WER_VIEWS, ONSET_VIEW, CONFIRMED_VIEW) and not view.startswith("weak")
     ]
     if others:
         print(
@@ -917,7 +1000,10 @@ def _print_wer(wer: WerFigures) -> None:
 def main(args: argparse.Namespace) -> int:
     """Run the benchmark and print the tables."""
     t0 = time.monotonic()
-    settings = replace(HearingSettings(), barge_in_speech_ms=args.barge_in_ms)
+    settings = replace(
+        HearingSettings(), barge_in_speech_ms=args.barge_in_ms, early_duck_speech_ms=args.early_ms
+    )
+    settings.validate()
     clips = _user_clips(Path(args.speech))
     echo: EchoFigures | None = None
     barge: BargeInFigures | None = None
@@ -970,6 +1056,13 @@ def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction)
         default=HearingSettings().barge_in_speech_ms,
         help=f"speech needed for a barge-in, ms (default {HearingSettings().barge_in_speech_ms}, "
         "hearing.barge_in_speech_ms)",
+    )
+    b.add_argument(
+        "--early-ms",
+        type=int,
+        default=HearingSettings().early_duck_speech_ms,
+        help=f"speech over the reply that ducks it early, ms (default {HearingSettings().early_duck_speech_ms}, "
+        "hearing.early_duck_speech_ms; 0 = no early duck)",
     )
     b.add_argument("--wer-rooms", type=int, default=6, help="rooms for the WER check (default 6)")
     b.add_argument(

@@ -27,6 +27,8 @@ WAKING_TIMER = "waking"
 """The timer that ends the wake-up animation."""
 DUCK_HOLD_TIMER = "duck-hold"
 """The timer that ends the duck's hold after a barge-in utterance."""
+EARLY_DUCK_TIMER = "early-duck"
+"""The timer that ends an early duck no barge-in followed."""
 
 
 # ---- the sleep hold ------------------------------------------------------------------------------------
@@ -64,8 +66,25 @@ def speech_ducked(state: DeviceState) -> bool:
 
 
 def ducked(state: DeviceState) -> bool:
-    """Whether the replies play ducked: the user speaks over a reply, or did a moment ago (the hold)."""
+    """Whether the user's barge-in ducks the replies: the user speaks over a reply, or did a moment
+    ago (the hold). The face listens meanwhile."""
     return speech_ducked(state) or (state.awake and state.duck_held)
+
+
+def volume_ducked(state: DeviceState) -> bool:
+    """Whether the replies play ducked: a barge-in (``ducked``), or voice over a reply that may be
+    one (the early duck; the face does not change for it)."""
+    return ducked(state) or (state.awake and state.early_duck)
+
+
+def early_duck_end(after: DeviceState, out: list[Action]) -> DeviceState:
+    """The early duck ends when the barge-in it was waiting for starts (its duck takes over), when no
+    reply plays any more and when the device falls asleep; else its timer ends it."""
+    playing = any(r.playing for r in after.replies)
+    if after.early_duck and (speech_ducked(after) or not after.awake or not playing):
+        out.append(CancelTimer(EARLY_DUCK_TIMER))
+        return replace(after, early_duck=False)
+    return after
 
 
 def duck_hold(
@@ -87,11 +106,12 @@ def duck_hold(
 
 
 def duck_changes(before: DeviceState, after: DeviceState, level_db: float) -> list[Action]:
-    """Duck when the user's barge-in starts, back to full volume when it ends (however it ends:
-    speech ended, interrupted, asleep). ``level_db`` 0 = no ducking."""
-    if level_db >= 0.0 or ducked(before) == ducked(after):
+    """Duck when the user's barge-in starts (or voice over a reply may be one: the early duck), back
+    to full volume when it ends (however it ends: speech ended, interrupted, asleep, no barge-in
+    followed). ``level_db`` 0 = no ducking."""
+    if level_db >= 0.0 or volume_ducked(before) == volume_ducked(after):
         return []
-    return [DuckSpeech(level_db)] if ducked(after) else [UnduckSpeech()]
+    return [DuckSpeech(level_db)] if volume_ducked(after) else [UnduckSpeech()]
 
 
 # ---- the face ----------------------------------------------------------------------------------------

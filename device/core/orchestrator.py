@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from audio.events import (
     AudioDeviceProblem,
+    BargeInSuspected,
     DuplexChanged,
     EchoRemoval,
     PlaybackFinished,
@@ -34,6 +35,7 @@ from device.core.derived import (
     display_of,
     duck_changes,
     duck_hold,
+    early_duck_end,
     face_changes,
     hold_changes,
     hold_points,
@@ -56,6 +58,7 @@ from device.core.inputs import (
 from device.core.rules import ENDED_MEMORY, THINKING_TIMER, Rules
 from device.core.rules.commands import apply_settings, on_command, on_refused, voice_for
 from device.core.rules.hearing import (
+    on_barge_in_suspected,
     on_booted,
     on_speech_ended,
     on_speech_started,
@@ -112,6 +115,7 @@ def step(
     if new.awake:
         new = replace(new, phase=_awake_phase(new))
     actions.extend(hold_changes(state, new))
+    new = early_duck_end(new, actions)
     new = duck_hold(state, new, event.ts, rules.duck_hold_s, actions)
     actions.extend(duck_changes(state, new, rules.duck_depth(new.echo_removed_db)))
     new, face = face_changes(new, event.ts, rules.wake_duration_s)
@@ -153,6 +157,7 @@ _HANDLERS.add(Booted, on_booted)
 _HANDLERS.add(Tapped, on_tap)
 _HANDLERS.add(TypedText, on_typed)
 _HANDLERS.add(SpeechStarted, on_speech_started)
+_HANDLERS.add(BargeInSuspected, on_barge_in_suspected)
 _HANDLERS.add(SpeechEnded, on_speech_ended)
 _HANDLERS.add(Transcribed, on_transcribed)
 _HANDLERS.add(UtteranceFailed, on_utterance_failed)

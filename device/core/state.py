@@ -119,6 +119,10 @@ class DeviceState:
     """The wake-up animation is playing: the awake state shows when it ends (its timer)."""
     barge_in: str | None = None
     """The utterance that started over a reply (full duplex): replies are ducked while it is spoken."""
+    early_duck: bool = False
+    """The first voiced frames over a reply (``BargeInSuspected``, full duplex): the replies are
+    ducked at once, until the barge-in starts (its duck takes over), the early duck's timer
+    (``hearing.early_duck_release_ms``) lets go, or no reply plays any more."""
     duck_held: bool = False
     """The barge-in utterance ended a moment ago: the replies stay ducked until its hold timer
     (``hearing.duck_hold_ms``), the next barge-in, or the reply that was talked over ends."""

@@ -78,6 +78,7 @@ class Runtime:
             duck_weak_db=config.hearing.duck_weak_db,
             weak_canceller_db=config.hearing.weak_canceller_db,
             duck_hold_s=config.hearing.duck_hold_ms / 1000.0,
+            early_duck_release_s=config.hearing.early_duck_release_ms / 1000.0,
         )
         self.state: DeviceState = initial_state(Settings())
         self.inbox = Inbox(control_first=self.control_first)

@@ -73,6 +73,9 @@ def test_once_the_far_end_has_been_silent_for_its_hold_the_vad_decides_alone() -
         ("duck_db", 3.0),
         ("duck_weak_db", -70.0),
         ("weak_canceller_db", -1.0),
+        ("early_duck_speech_ms", 20),
+        ("early_duck_speech_ms", 120),  # not under barge_in_speech_ms: it would never come first
+        ("early_duck_release_ms", 10),
     ],
 )
 def test_full_duplex_settings_are_validated_with_the_key_named(key: str, value: object) -> None:
@@ -96,6 +99,10 @@ def test_the_core_ducks_by_the_settings_default() -> None:
     hearing, rules = HearingSettings(), Rules()
     assert rules.duck_db == hearing.duck_db
     assert (rules.duck_weak_db, rules.weak_canceller_db) == (hearing.duck_weak_db, hearing.weak_canceller_db)
+    assert (rules.duck_hold_s, rules.early_duck_release_s) == (
+        hearing.duck_hold_ms / 1000.0,
+        hearing.early_duck_release_ms / 1000.0,
+    )
 
 
 def _pause(guard: EchoGuard, raws: list[float], clean_under_raw: float = 1.0) -> list[bool]:

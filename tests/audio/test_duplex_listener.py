@@ -15,7 +15,14 @@ import pytest
 
 from audio.edges.capture import SimulatedMicrophone
 from audio.edges.wav import FloatArray
-from audio.events import DuplexChanged, EchoRemoval, SpeechStarted, Transcribed, UtteranceFailed
+from audio.events import (
+    BargeInSuspected,
+    DuplexChanged,
+    EchoRemoval,
+    SpeechStarted,
+    Transcribed,
+    UtteranceFailed,
+)
 from audio.hearing.listener import NOT_CONVERGED, Listener, _barge_in_settings, duplex_of
 from audio.hearing.settings import HearingSettings
 from audio.hearing.vad import Endpointer, UtteranceBegan
@@ -33,8 +40,10 @@ class DuplexMicrophone(SimulatedMicrophone):
         self.removal_db: float | None = None
 
 
-def make(transcriber: WhisperTranscriber) -> tuple[Listener, DuplexMicrophone, Recorder]:
-    settings = HearingSettings(turn_detector="silence", echo_cancellation="webrtc")
+def make(transcriber: WhisperTranscriber, early_ms: int = 60) -> tuple[Listener, DuplexMicrophone, Recorder]:
+    settings = HearingSettings(
+        turn_detector="silence", echo_cancellation="webrtc", early_duck_speech_ms=early_ms
+    )
     mic = DuplexMicrophone()
     rec = Recorder()
     counter = itertools.count(1)
@@ -61,6 +70,23 @@ async def test_full_duplex_hears_the_user_over_a_reply(
     assert len(started) == 1 and started[0].over_playback
     assert isinstance(done, Transcribed) and "stop" in done.text.lower()
     assert listener.discarded_samples == 0
+    # Its first voiced frames were said before the start (the core ducks the reply early), once.
+    kinds = [type(e) for e in rec.events if isinstance(e, BargeInSuspected | SpeechStarted)]
+    assert kinds == [BargeInSuspected, SpeechStarted]
+    suspected = rec.of(BargeInSuspected)[0]
+    assert abs(suspected.ts - started[0].ts) < 0.3  # both stamped at the user's first voiced frames
+
+
+async def test_without_the_early_duck_only_the_start_is_said(
+    hearing_transcriber: WhisperTranscriber, utterance: FloatArray
+) -> None:
+    listener, mic, rec = make(hearing_transcriber, early_ms=0)
+    await listener.open()
+    listener.set_speaking(True)
+    mic.feed(utterance)
+    await rec.wait_for(closes)
+    await listener.aclose()
+    assert len(rec.of(SpeechStarted)) == 1 and rec.of(BargeInSuspected) == []
 
 
 async def test_speech_when_the_device_is_silent_is_not_over_playback(
@@ -73,6 +99,7 @@ async def test_speech_when_the_device_is_silent_is_not_over_playback(
     await listener.aclose()
     started = [e for e in rec.events if isinstance(e, SpeechStarted)]
     assert len(started) == 1 and not started[0].over_playback
+    assert rec.of(BargeInSuspected) == []  # no reply to duck: nothing suspected
 
 
 async def test_half_until_converged_and_a_fall_back_interrupts_the_barge_in(

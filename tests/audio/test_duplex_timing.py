@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -255,7 +256,7 @@ def test_the_wer_check_pools_its_sets_and_ducks_by_the_devices_guard(
     assert set(pooled.errors) == set(WER_VIEWS) and pooled.words == 44
     assert pooled.errors == {"alone": 1, "ducked": 6, "gated": 8, "over": 42}
     out = _wer_printed(pooled, capsys)
-    assert "(44 words): alone 2.3 %" in out and f"({DEVICE_GUARD})" in out
+    assert "(44 words): alone 2.3 %" in out and f"(its guard {DEVICE_GUARD})" in out
     assert "13.6 % (+11.4 points), as the device transcribes it" in out
     assert "(the VAD's view) 18.2 % (+15.9 points)" in out and "not ducked 95.5 %" in out
 
@@ -377,9 +378,11 @@ def test_the_bench_runs_the_guards_it_is_given(capsys: pytest.CaptureFixture[str
 
 def test_each_duck_depth_is_its_own_view_of_the_same_trial() -> None:
     """``_wer_views`` with another depth: one more view, of the same span, ducked from the same
-    detected start by that depth (not the device's), beside the device's ducked and gated views."""
+    moment by that depth (not the device's), beside the device's ducked and gated views; with the
+    early duck on, "ducked" is from the early duck and one more view from the confirmed start."""
     from audio.hearing.settings import HearingSettings
     from audio.tools.bench_duplex import (
+        CONFIRMED_VIEW,
         ONSET_VIEW,
         _sentence,
         _wer_views,
@@ -391,15 +394,21 @@ def test_each_duck_depth_is_its_own_view_of_the_same_trial() -> None:
 
     replies = synthesise_replies(2)
     room = next(c for c in conditions() if c.echo_db == 0.0 and c.delay_ms == 40.0)
-    settings = HearingSettings()
+    settings = HearingSettings(early_duck_speech_ms=60)  # the early duck on (off by default)
     views = _wer_views(replies, _sentence(HEARING_SPEECH_DIR), -6.0, 0, room, settings, (-40.0,))
-    assert set(views) == {"alone", "over", "ducked", "gated", ONSET_VIEW, duck_view(-40.0)}
+    assert set(views) == {"alone", "over", "ducked", "gated", ONSET_VIEW, CONFIRMED_VIEW, duck_view(-40.0)}
     assert len({len(v) for k, v in views.items() if k != "alone"}) == 1  # the same span of the trial
     # The reply was ducked (a start was detected over it), and by another depth in the extra view.
     assert not np.array_equal(views["ducked"], views["over"])
     assert not np.array_equal(views[duck_view(-40.0)], views["ducked"])
     # Ducked from the user's first word, before the start was detected: another signal again.
     assert not np.array_equal(views[ONSET_VIEW], views["ducked"])
+    # The device ducks early (its first voiced frames): ducked from the confirmed start is another.
+    assert not np.array_equal(views[CONFIRMED_VIEW], views["ducked"])
+    no_early = _wer_views(
+        replies, _sentence(HEARING_SPEECH_DIR), -6.0, 0, room, replace(settings, early_duck_speech_ms=0)
+    )
+    assert CONFIRMED_VIEW not in no_early and np.array_equal(no_early["ducked"], views[CONFIRMED_VIEW])
 
 
 def test_over_a_weak_canceller_each_depth_is_a_view_from_where_the_utterance_begins() -> None:
@@ -410,6 +419,7 @@ def test_over_a_weak_canceller_each_depth_is_a_view_from_where_the_utterance_beg
     from audio.hearing.settings import HearingSettings
     from audio.hearing.vad import frame_level_db
     from audio.tools.bench_duplex import (
+        CONFIRMED_VIEW,
         ONSET_VIEW,
         _sentence,
         _wer_views,
@@ -428,6 +438,7 @@ def test_over_a_weak_canceller_each_depth_is_a_view_from_where_the_utterance_beg
     views = _wer_views(replies, sentence, -6.0, 0, room, settings, (), (6.0, weak_depths(settings)))
     weak = [weak_view(db) for db in weak_depths(settings)]
     assert set(views) == {"alone", "over", "ducked", "gated", ONSET_VIEW, *weak}
+    assert CONFIRMED_VIEW not in views  # the early duck is off by default: "ducked" is from the start
     assert len({len(views[v]) for v in weak}) == 1
     # Shorter than the user's span: the start over a weak canceller comes later than the sentence's.
     assert len(views[weak[0]]) < len(views["ducked"])

@@ -79,3 +79,23 @@ def test_bad_duplex_config_is_one_clear_error(tmp_path: Path) -> None:
         _config(tmp_path, **{"hearing.echo_cancellation": "speex"})
     with pytest.raises(ConfigError, match=r"sim_room\.rt60_s"):
         _config(tmp_path, **{"sim_room.rt60_s": 5.0})
+
+
+def test_the_runtime_gives_the_core_the_ducks_timings_from_the_config(tmp_path: Path) -> None:
+    """The core's rules take the hold and the early duck's release from ``[hearing]`` (ms → s); an
+    early duck that could never come before the start is one clear error."""
+    from device.config import ConfigError
+    from device.shell.runtime import Runtime
+
+    config = _config(
+        tmp_path,
+        **{
+            "hearing.duck_hold_ms": 700,
+            "hearing.early_duck_speech_ms": 60,
+            "hearing.early_duck_release_ms": 450,
+        },
+    )
+    rules = Runtime(config).rules  # type: ignore[arg-type]
+    assert (rules.duck_hold_s, rules.early_duck_release_s) == (0.7, 0.45)
+    with pytest.raises(ConfigError, match=r"hearing\.early_duck_speech_ms"):
+        _config(tmp_path, **{"hearing.early_duck_speech_ms": 150})

@@ -13,6 +13,7 @@ from audio.hearing.vad import (
     EndpointerEvent,
     SpeechDetector,
     SpeechPaused,
+    SpeechStirred,
     TurnQuestion,
     UtteranceBegan,
     UtteranceComplete,
@@ -85,6 +86,27 @@ def test_pause_longer_than_end_silence_splits(settings: HearingSettings) -> None
 
 def test_isolated_blips_do_not_start(settings: HearingSettings) -> None:
     assert run(Endpointer(settings), ("s." * 2 + "." * 10) * 10) == []
+
+
+def test_the_first_voiced_frames_stir_once_before_the_start(settings: HearingSettings) -> None:
+    """``stir_ms`` of speech in the start window (60 ms: two frames) says a start may be coming, once
+    until the window falls under it again; the start itself (90 ms) follows as without it."""
+    ep = Endpointer(settings, stir_ms=60)
+    # A blip, two frames far apart (never two in one 240 ms window), then two close: a stir.
+    events = run(ep, "." * 5 + "s" + "." * 10 + "s.s" + "." * 10)
+    assert [(i, type(e)) for i, e in events] == [(18, SpeechStirred)]
+    stirred = events[0][1]
+    assert isinstance(stirred, SpeechStirred) and stirred.offset == 16 * FRAME  # the window's first speech
+    # The window emptied: the next voice stirs again, and a start follows it with no second stir.
+    more = run(ep, "." * 4 + "ssss" + "." * 20)
+    assert [type(e) for _, e in more] == [SpeechStirred, UtteranceBegan, UtteranceComplete]
+    assert more[1][1] == UtteranceBegan(offset=(29 + 4) * FRAME, pre_roll=5 * FRAME)
+    assert [type(e) for _, e in run(Endpointer(settings), "." * 5 + "ss" + "." * 20)] == []  # off
+
+
+def test_a_stir_as_long_as_the_start_never_comes_first(settings: HearingSettings) -> None:
+    events = run(Endpointer(settings, stir_ms=90), "." * 5 + "ssss" + "." * 20)
+    assert [type(e) for _, e in events] == [UtteranceBegan, UtteranceComplete]
 
 
 def test_too_short(settings: HearingSettings) -> None:

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from agent_link.protocol.messages import StatusMessage, StopCommand
 from audio.events import (
+    BargeInSuspected,
     DuplexChanged,
     EchoRemoval,
     PlaybackFinished,
@@ -28,7 +29,7 @@ from device.core.actions import (
     StopSpeaking,
     UnduckSpeech,
 )
-from device.core.derived import DUCK_HOLD_TIMER, WAKING_TIMER, duck_hold
+from device.core.derived import DUCK_HOLD_TIMER, EARLY_DUCK_TIMER, WAKING_TIMER, duck_hold
 from device.core.inputs import TimerFired
 from device.core.orchestrator import Rules, display_of, status_fields
 from device.core.state import Phase
@@ -128,6 +129,62 @@ def test_ducking_ends_however_the_barge_in_ends() -> None:
     # The reply ending while the user still speaks keeps the ducking (the next reply too).
     assert ducking(run.feed(PlaybackFinished("r1", False, run.t()))) == []
     assert ducking(run.feed(SpeechEnded("u4", 500, run.t()))) == [UnduckSpeech()]
+
+
+def test_voice_over_a_reply_ducks_it_at_once_and_a_confirmed_barge_in_keeps_the_duck() -> None:
+    """The early duck: the first voiced frames over a reply duck it before the barge-in is
+    confirmed; nothing is published and the face does not change until ``speech_started``, whose
+    duck takes over without a step back to full volume."""
+    run = Run(rules=Rules(duck_db=-18.0, early_duck_release_s=0.3))
+    speaking(run)
+    heard = run.t()
+    acts = run.feed(BargeInSuspected(heard))
+    assert ducking(acts) == [DuckSpeech(-18.0)]
+    assert ScheduleTimer(EARLY_DUCK_TIMER, heard + 0.3) in acts
+    assert run.published(acts) == [] and not any(isinstance(a, ShowFace | Notice) for a in acts)
+    assert display_of(run.state) is FaceState.SPEAKING and run.state.early_duck
+    acts = run.feed(BargeInSuspected(run.t()))  # more voice before the start: the timer moves on
+    assert ducking(acts) == [] and [a for a in acts if isinstance(a, ScheduleTimer)]
+    acts = run.feed(SpeechStarted("u1", run.t(), over_playback=True))
+    assert ducking(acts) == [] and CancelTimer(EARLY_DUCK_TIMER) in acts
+    assert Notice() in acts and ShowFace(FaceState.LISTENING) in acts
+    assert not run.state.early_duck
+    # The early duck's timer, had it fired late, lets go of nothing: the barge-in's duck holds.
+    assert ducking(run.feed(TimerFired(EARLY_DUCK_TIMER, run.t()))) == []
+    assert ducking(run.feed(SpeechEnded("u1", 700, run.t()))) == []  # the hold
+    assert ducking(run.feed(TimerFired(DUCK_HOLD_TIMER, run.t()))) == [UnduckSpeech()]
+
+
+def test_an_early_duck_no_barge_in_follows_is_let_go() -> None:
+    """The device's own voice passed the shorter start: the reply comes back to full volume when
+    the early duck's timer fires; the dip is logged at debug only."""
+    run = Run()
+    speaking(run)
+    assert ducking(run.feed(BargeInSuspected(run.t()))) == [DuckSpeech(-18.0)]
+    acts = run.feed(TimerFired(EARLY_DUCK_TIMER, run.t()))
+    assert ducking(acts) == [UnduckSpeech()] and run.published(acts) == []
+    assert any(isinstance(a, Note) and a.level == "debug" and "released" in a.message for a in acts)
+    assert not run.state.early_duck and display_of(run.state) is FaceState.SPEAKING
+    # A reply that ends meanwhile ends the early duck with it (its timer cancelled).
+    run.feed(BargeInSuspected(run.t()))
+    acts = run.feed(PlaybackFinished("r1", False, run.t()))
+    assert ducking(acts) == [UnduckSpeech()] and CancelTimer(EARLY_DUCK_TIMER) in acts
+
+
+def test_voice_with_no_reply_playing_asleep_or_during_an_utterance_ducks_nothing() -> None:
+    run = Run()
+    assert run.feed(BargeInSuspected(run.t())) == []  # asleep
+    run.wake()
+    assert ducking(run.feed(BargeInSuspected(run.t()))) == [] and not run.state.early_duck  # no reply
+    speaking(run, say="r2")
+    run.feed(SpeechStarted("u1", run.t(), over_playback=True))
+    run.feed(SpeechEnded("u1", 500, run.t()))
+    run.feed(TimerFired(DUCK_HOLD_TIMER, run.t()))
+    run.feed(SpeechStarted("u2", run.t()))  # an utterance in progress (not over the reply)
+    assert ducking(run.feed(BargeInSuspected(run.t()))) == [] and not run.state.early_duck
+    zero = Run(rules=Rules(duck_db=0.0))
+    speaking(zero)
+    assert ducking(zero.feed(BargeInSuspected(zero.t()))) == []  # 0 dB: never ducks
 
 
 def test_a_duck_level_of_zero_never_ducks() -> None:

@@ -11,8 +11,8 @@
 - ``commands``: the agent's commands (``stop``, ``sleep``, ``sleep_allowed``, ``config``; ``say``), the
   settings applied and saved, the voice following the language; commands refused (``command_rejected``);
 - ``status``: the link, the agent's presence, audio device and storage faults, the duplex mode, the
-  canceller's strength (how deep a barge-in ducks); the timers (thinking, the duck's hold and the
-  wake-up animation over).
+  canceller's strength (how deep a barge-in ducks); the timers (thinking, the early duck and the
+  duck's hold over, the wake-up animation over).
 
 This module holds what they share: their configuration (``Rules``: not state), the thinking timer, how
 many ended replies are remembered, and two actions several of them take: every reply stopped (the
@@ -59,6 +59,9 @@ class Rules:
     duck_hold_s: float = 1.0
     """How long the replies stay ducked after the barge-in utterance ends, in seconds
     (``hearing.duck_hold_ms``; 0 = none)."""
+    early_duck_release_s: float = 0.3
+    """How long an early duck lasts from the first voiced frame over a reply when no barge-in
+    follows, in seconds (``hearing.early_duck_release_ms``)."""
 
     def weak_canceller(self, removed_db: float | None) -> bool:
         """Whether a canceller that removes ``removed_db`` of the echo (None = not measured yet) is

@@ -1,5 +1,5 @@
 """Hearing: speech started, ended, transcribed or failed, typed text (a transcript of its own), and
-what the previous boot left open.
+what the previous boot left open; voice over a reply that may be a barge-in (the early duck).
 
 Speech or typed text while asleep is ignored (only a tap wakes the device). Every utterance is closed
 exactly once: by its transcript or its ``utterance_failed`` (``failed``, which falling asleep sends too),
@@ -20,8 +20,17 @@ from agent_link.protocol.event_messages import (
     UtteranceFailedBody,
 )
 from agent_link.protocol.message_base import FailureReason, SpeechEnd
-from audio.events import EndReason, HearingFailure, SpeechEnded, SpeechStarted, Transcribed, UtteranceFailed
+from audio.events import (
+    BargeInSuspected,
+    EndReason,
+    HearingFailure,
+    SpeechEnded,
+    SpeechStarted,
+    Transcribed,
+    UtteranceFailed,
+)
 from device.core.actions import Action, Note, OpenRecord, Publish, Record, ScheduleTimer
+from device.core.derived import EARLY_DUCK_TIMER
 from device.core.early import judged_awake
 from device.core.inputs import Booted, TypedText
 from device.core.rules import THINKING_TIMER, Rules
@@ -71,6 +80,22 @@ def on_speech_started(state: DeviceState, ev: SpeechStarted, out: list[Action], 
         ducks = f"ducked by {depth:g} dB" if depth < 0.0 else "not ducked (hearing.duck_db = 0)"
         out.append(Note("info", f"Barge-in: {ev.utterance} started over the reply ({playing}), {ducks}"))
     return replace(state, hearing=ev.utterance, barge_in=ev.utterance if over else None)
+
+
+def on_barge_in_suspected(
+    state: DeviceState, ev: BargeInSuspected, out: list[Action], rules: Rules
+) -> DeviceState:
+    """Voice over a reply that may be a barge-in: the replies duck at once (``derived.volume_ducked``)
+    until the barge-in starts or ``rules.early_duck_release_s`` after the first voiced frame. Nothing
+    is published and the face does not change: a barge-in is only ``speech_started``."""
+    playing = [r.say for r in state.replies if r.playing]
+    if not judged_awake(state) or state.hearing is not None or not playing:
+        return state
+    if not state.early_duck:
+        depth = rules.duck_depth(state.echo_removed_db)
+        out.append(Note("debug", f"Early duck: voice over the reply ({', '.join(playing)}), {depth:g} dB"))
+    out.append(ScheduleTimer(EARLY_DUCK_TIMER, ev.ts + rules.early_duck_release_s))
+    return replace(state, early_duck=True)
 
 
 def on_speech_ended(state: DeviceState, ev: SpeechEnded, out: list[Action], rules: Rules) -> DeviceState:

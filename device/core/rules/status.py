@@ -1,6 +1,6 @@
 """What the status and the face report: the link, the agent's presence, audio device and storage
 faults, the duplex mode and the canceller's strength; and the core's timers: thinking over, the
-duck's hold over, the wake-up animation over.
+early duck and the duck's hold over, the wake-up animation over.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from audio.events import AudioDeviceProblem, DuplexChanged, EchoRemoval
 from device.core.actions import Action, Note
-from device.core.derived import DUCK_HOLD_TIMER, WAKING_TIMER, wake_animation_over
+from device.core.derived import DUCK_HOLD_TIMER, EARLY_DUCK_TIMER, WAKING_TIMER, wake_animation_over
 from device.core.inputs import AgentPresence, LinkChanged, StorageProblem, TimerFired
 from device.core.rules import THINKING_TIMER, Rules
 from device.core.state import DeviceState
@@ -72,6 +72,10 @@ def on_timer(state: DeviceState, ev: TimerFired, out: list[Action], rules: Rules
         return replace(state, thinking=False)
     if ev.name == DUCK_HOLD_TIMER:
         return replace(state, duck_held=False)
+    if ev.name == EARLY_DUCK_TIMER:
+        if state.early_duck:
+            out.append(Note("debug", "Early duck released: no barge-in followed the voice over the reply"))
+        return replace(state, early_duck=False)
     if ev.name == WAKING_TIMER:
         state, shown = wake_animation_over(state)
         out.extend(shown)
