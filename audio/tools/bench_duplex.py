@@ -526,6 +526,9 @@ class BargeInFigures:
     ducks: dict[str, list[float | None]] = field(default_factory=dict)
     """Per guard: onset → the reply ducked (the early duck the start took over, else the start;
     None = missed)."""
+    weak: list[float | None] = field(default_factory=list)
+    """The device guard's latencies over a canceller limited to ``weak_db`` (``--limit-db``)."""
+    weak_db: float = 0.0
 
     def add(self, other: BargeInFigures) -> None:
         """Pool ``other`` (another set of replies, the same guards) into these."""
@@ -533,6 +536,8 @@ class BargeInFigures:
             self.latencies.setdefault(guard, []).extend(values)
         for guard, values in other.ducks.items():
             self.ducks.setdefault(guard, []).extend(values)
+        self.weak.extend(other.weak)
+        self.weak_db = other.weak_db or self.weak_db
         for guard, count in other.early.items():
             self.early[guard] = self.early.get(guard, 0) + count
 
@@ -588,15 +593,18 @@ def run_barge_in(
     user_db: float,
     settings: HearingSettings,
     guards: tuple[str, ...] = GUARDS,
+    limit_db: float | None = None,
 ) -> BargeInFigures:
-    """User clips at ``user_db`` re the reply's level at the speaker, over replies in rooms at -6 dB."""
+    """User clips at ``user_db`` re the reply's level at the speaker, over replies in rooms at -6 dB;
+    with ``limit_db``, the device guard over a canceller limited to that too (``_limited``)."""
     figures = BargeInFigures({g: [] for g in guards}, {g: 0 for g in guards}, {g: [] for g in guards})
+    figures.weak_db = limit_db or 0.0
     rooms = [c for c in conditions() if c.echo_db == -6.0]
     rng = np.random.default_rng(11)
     for k in range(trials):
         clip, _ = clips[k % len(clips)]
         trial = _trial(replies, k, rooms[k % len(rooms)], clip, user_db, rng)
-        mic, _ = trial.mic(trial.far, seed=100 + k)
+        mic, echo = trial.mic(trial.far, seed=100 + k)
         cleaned, _ = cancel(
             trial.far, trial.rate, mic, FrontEndOptions(echo_delay_ms=int(trial.cond.delay_ms))
         )
@@ -605,11 +613,23 @@ def run_barge_in(
         for guard in guards:
             found = detections(cleaned, mic, far16, guard, settings, trial.lead, delay_ms=trial.cond.delay_ms)
             figures.early[guard] += sum(1 for t in found.starts if t < onset - 0.05)
-            after = [t - onset for t in found.starts if t >= onset - 0.05]
-            figures.latencies[guard].append(after[0] if after and after[0] < 1.5 else None)
+            figures.latencies[guard].append(_first_after(found.starts, onset))
             ducked = duck_from(found, onset - 0.05, settings.early_duck_release_ms / 1000)
             figures.ducks[guard].append(None if ducked is None or ducked - onset >= 1.5 else ducked - onset)
+        if limit_db is not None:
+            weak = _limited(cleaned, echo, limit_db)
+            found = detections(
+                weak, mic, far16, DEVICE_GUARD, settings, trial.lead, delay_ms=trial.cond.delay_ms
+            )
+            figures.weak.append(_first_after(found.starts, onset))
     return figures
+
+
+def _first_after(times: list[float], onset: float) -> float | None:
+    """The first of ``times`` from 50 ms before ``onset`` on, as a latency after it (s; None: none
+    within 1.5 s: missed)."""
+    after = [t - onset for t in times if t >= onset - 0.05]
+    return after[0] if after and after[0] < 1.5 else None
 
 
 def far_at_16k(far: FloatArray, rate: int, n: int) -> FloatArray:
@@ -955,6 +975,13 @@ def _print_barge_in(barge: BargeInFigures, guards: list[str]) -> None:
             f"{g:<20}{_pct(lat, 0.3):>16.1f}{interval_pct(within, len(lat)):>15}{_pct(lat, 1.5):>12.1f}"
             f"{_median_ms(lat):>11}{barge.early[g]:>20}{_median_ms(barge.ducks.get(g, [])):>19}"
         )
+    if barge.weak:
+        within = sum(1 for v in barge.weak if v is not None and v <= 0.3)
+        print(
+            f"{DEVICE_GUARD} over a canceller limited to {barge.weak_db:g} dB: {_pct(barge.weak, 0.3):.1f} % "
+            f"within 300 ms ({interval_pct(within, len(barge.weak))}), {_pct(barge.weak, 1.5):.1f} % detected, "
+            f"median {_median_ms(barge.weak)} ms"
+        )
 
 
 def _print_wer(wer: WerFigures) -> None:
@@ -1017,7 +1044,9 @@ def main(args: argparse.Namespace) -> int:
     for _ in range(args.sets):  # Piper samples its durations: every set is other replies
         replies = synthesise_replies(len(REPLIES))
         echo_set = run_echo_only(replies, args.per_room, args.limit_db, settings, args.guards)
-        barge_set = run_barge_in(replies, clips, args.trials, args.user_db, settings, args.guards)
+        barge_set = run_barge_in(
+            replies, clips, args.trials, args.user_db, settings, args.guards, args.limit_db
+        )
         if echo is None or barge is None:
             echo, barge = echo_set, barge_set
         else:

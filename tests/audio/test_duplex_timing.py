@@ -223,8 +223,28 @@ def test_the_bench_pools_its_sets_of_replies() -> None:
     assert pooled.cold_starts == {("full", "gate"): 5}
     assert (pooled.replies, pooled.erle["full"], pooled.cpu_ms) == (216, [40.0, 45.0], [0.1, 0.1])
     barge = BargeInFigures({"gate": [0.1, None]}, {"gate": 0})
-    barge.add(BargeInFigures({"gate": [0.2]}, {"gate": 1}))
+    barge.add(BargeInFigures({"gate": [0.2]}, {"gate": 1}, weak=[0.5, None], weak_db=6.0))
     assert barge.latencies == {"gate": [0.1, None, 0.2]} and barge.early == {"gate": 1}
+    assert (barge.weak, barge.weak_db) == ([0.5, None], 6.0)
+
+
+def test_the_barge_in_check_runs_the_devices_guard_over_the_weak_canceller_too(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``run_barge_in`` with ``limit_db``: each trial again over a canceller limited to that, with
+    the device's guard; printed on a line of its own under the barge-in table."""
+    from audio.hearing.settings import HearingSettings
+    from audio.tools.bench_duplex import _print_barge_in, _user_clips, run_barge_in, synthesise_replies
+    from tests.audio.conftest import HEARING_SPEECH_DIR
+
+    replies, clips = synthesise_replies(2), _user_clips(HEARING_SPEECH_DIR)
+    figures = run_barge_in(replies, clips, 3, -6.0, HearingSettings(), ("strict+gate",), 6.0)
+    assert len(figures.latencies["strict+gate"]) == 3 and len(figures.weak) == 3 and figures.weak_db == 6.0
+    assert any(v is not None for v in figures.latencies["strict+gate"])  # the full canceller hears them
+    _print_barge_in(figures, ["strict+gate"])
+    line = capsys.readouterr().out.splitlines()[-1]
+    assert line.startswith("strict+gate over a canceller limited to 6 dB: ") and "% detected" in line
+    assert run_barge_in(replies, clips, 1, -6.0, HearingSettings(), ("gate",)).weak == []
 
 
 def _wer_printed(wer: WerFigures, capsys: pytest.CaptureFixture[str]) -> str:
