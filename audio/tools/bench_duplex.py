@@ -15,7 +15,8 @@ play times and the microphone with its capture times, exactly as at run time. Pr
   mixed back), each with the plain VAD, with the stricter start while playing (``barge_in_speech_ms``)
   and with that plus the residual-echo check (``audio.hearing.echo_tail.EchoGuard``);
 - barge-in detection: the share of user onsets (user at ``--user-db`` re the reply's level at the
-  speaker) reported within 300 ms, the onset → start latency and the onset → duck latency (the early
+  speaker) reported within 300 ms, the onset → start latency (and the device guard's over the weak
+  canceller, ``--limit-db``) and the onset → duck latency (the early
   duck, ``hearing.early_duck_speech_ms``: ``audio.tools.bench_early_duck``); the early duck's dips of
   the reply with nobody speaking, per 100 replies;
 - WER of the user's words over the echo vs the same words alone (faster-whisper, the project's
