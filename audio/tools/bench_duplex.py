@@ -177,24 +177,6 @@ def erle_db(echo: FloatArray, residual: FloatArray, skip_s: float = 1.0) -> floa
     return 10 * math.log10(max(float(np.sum(e**2)), 1e-12) / max(float(np.sum(r**2)), 1e-12))
 
 
-def starts(
-    signal: FloatArray,
-    raw: FloatArray,
-    far16: FloatArray,
-    guard: str,
-    settings: HearingSettings,
-    start: float = 0.0,
-    end: float | None = None,
-    delay_ms: float = 0.0,
-) -> list[float]:
-    """Times (s, when reported) of utterance starts by the VAD path on ``signal[start:end]`` (its own
-    fresh VAD state, as after the device started listening; ``start`` rounded down to a block) under
-    ``guard``, whose residual-echo check has heard everything from the signal's start, as the
-    device's runs all the time; ``delay_ms``: the room's echo delay
-    (``FrontEndOptions.echo_delay_ms``, the guard's tail rule reads the reply's pauses that late)."""
-    return detections(signal, raw, far16, guard, settings, start, end, delay_ms).starts
-
-
 def detections(
     signal: FloatArray,
     raw: FloatArray,
@@ -205,8 +187,13 @@ def detections(
     end: float | None = None,
     delay_ms: float = 0.0,
 ) -> Detections:
-    """``starts``, with the stirs of a ``strict`` guard (``hearing.early_duck_speech_ms`` of
-    speech: the early duck) beside them."""
+    """Times (s, when reported) of utterance starts by the VAD path on ``signal[start:end]`` (its own
+    fresh VAD state, as after the device started listening; ``start`` rounded down to a block) under
+    ``guard``, whose residual-echo check has heard everything from the signal's start, as the
+    device's runs all the time; ``delay_ms``: the room's echo delay
+    (``FrontEndOptions.echo_delay_ms``, the guard's tail rule reads the reply's pauses that late);
+    with the stirs of a ``strict`` guard (``hearing.early_duck_speech_ms`` of speech: the early
+    duck) beside them."""
     n = settings.sample_rate * settings.block_ms // 1000
     lo = int(start * RATE) // n * n
     hi = len(signal) if end is None else int(end * RATE)
@@ -486,7 +473,7 @@ def run_echo_only(
                     release_s = settings.early_duck_release_ms / 1000
                     figures.dips[(name, guard)].extend(d.end - d.start for d in false_dips(found, release_s))
                     figures.cold_starts[(name, guard)] += len(
-                        starts(sig, mic, far16, guard, settings, 0.0, lead, cond.delay_ms)
+                        detections(sig, mic, far16, guard, settings, 0.0, lead, cond.delay_ms).starts
                     )
             figures.cpu_ms.append(front.stats.cpu_per_frame_ms)
             figures.replies += 1
@@ -1069,6 +1056,15 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
+def _speech_ms(b: argparse.ArgumentParser, flag: str, key: str, what: str, note: str = "") -> None:
+    """An option for the ``[hearing]`` setting ``key`` (ms), its default the setting's."""
+    default = getattr(HearingSettings(), key)
+    more = f"; {note}" if note else ""
+    b.add_argument(
+        flag, type=int, default=default, help=f"{what}, ms (default {default}, hearing.{key}{more})"
+    )
+
+
 def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:
     """Add ``bench duplex`` (``sub``: no top-level command)."""
     b = bench.add_parser("duplex", help="echo cancellation and barge-in in the simulated room")
@@ -1080,19 +1076,13 @@ def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction)
         "--user-db", type=float, default=-6.0, help="user level re the reply at the speaker, dB (default -6)"
     )
     b.add_argument("--limit-db", type=float, default=6.0, help="the weak canceller's ERLE, dB (default 6)")
-    b.add_argument(
-        "--barge-in-ms",
-        type=int,
-        default=HearingSettings().barge_in_speech_ms,
-        help=f"speech needed for a barge-in, ms (default {HearingSettings().barge_in_speech_ms}, "
-        "hearing.barge_in_speech_ms)",
-    )
-    b.add_argument(
+    _speech_ms(b, "--barge-in-ms", "barge_in_speech_ms", "speech needed for a barge-in")
+    _speech_ms(
+        b,
         "--early-ms",
-        type=int,
-        default=HearingSettings().early_duck_speech_ms,
-        help=f"speech over the reply that ducks it early, ms (default {HearingSettings().early_duck_speech_ms}, "
-        "hearing.early_duck_speech_ms; 0 = no early duck)",
+        "early_duck_speech_ms",
+        "speech over the reply that ducks it early",
+        "0 = no early duck",
     )
     b.add_argument("--wer-rooms", type=int, default=6, help="rooms for the WER check (default 6)")
     b.add_argument(

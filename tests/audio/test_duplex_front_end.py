@@ -24,7 +24,15 @@ from audio.hearing.front_end import (
 from audio.hearing.settings import HearingSettings
 from audio.hearing.vad import frame_level_db
 from audio.speaking.playback import PlaybackMark
-from audio.tools.bench_duplex import Reply, cancel, echo_of, erle_db, far_at_16k, starts, synthesise_replies
+from audio.tools.bench_duplex import (
+    Reply,
+    cancel,
+    detections,
+    echo_of,
+    erle_db,
+    far_at_16k,
+    synthesise_replies,
+)
 from tests.audio.conftest import HEARING_SPEECH_DIR
 
 DIGITS = [HEARING_SPEECH_DIR / "fsdd" / f"{d}_jackson_0.wav" for d in range(10)]
@@ -266,9 +274,11 @@ def test_through_the_gate_the_vad_hears_no_echo_even_from_a_6_db_canceller(reply
     cleaned, echo, mic, far16, lead = _listening(reply, None)
     weak = cleaned + 0.5 * echo  # a canceller that removes only 6 dB
     settings = HearingSettings()
-    assert starts(weak, mic, far16, "vad", settings, lead)  # without the gate: its own voice is "speech"
-    assert starts(weak, mic, far16, "gate", settings, lead) == []
-    assert starts(cleaned, mic, far16, "gate", settings, lead) == []
+    assert detections(
+        weak, mic, far16, "vad", settings, lead
+    ).starts  # without the gate: its own voice is "speech"
+    assert detections(weak, mic, far16, "gate", settings, lead).starts == []
+    assert detections(cleaned, mic, far16, "gate", settings, lead).starts == []
 
 
 def test_through_the_gate_the_user_talking_over_the_reply_is_heard_at_once(reply: Reply) -> None:
@@ -276,7 +286,7 @@ def test_through_the_gate_the_user_talking_over_the_reply_is_heard_at_once(reply
     echo = echo_of(np.concatenate([reply.audio, reply.audio]), reply.rate, SimRoomSettings())
     user = digits * 10 ** ((frame_level_db(echo[len(echo) // 2 :]) - frame_level_db(digits)) / 20)
     cleaned, _, mic, far16, lead = _listening(reply, user.astype(np.float32))
-    found = starts(cleaned, mic, far16, "gate", HearingSettings(), lead)
+    found = detections(cleaned, mic, far16, "gate", HearingSettings(), lead).starts
     onset = lead + 1.0
     assert found and onset - 0.05 <= found[0] <= onset + 0.4
 
@@ -300,7 +310,7 @@ def test_a_user_who_speaks_just_after_a_reply_resumes_is_heard_once_its_onset_wi
     far16 = far_at_16k(far, reply.rate, len(mic))
     lead = len(reply.audio) / reply.rate
     onset = at / RATE
-    found = starts(cleaned, mic, far16, "strict+gate", HearingSettings(), lead)
+    found = detections(cleaned, mic, far16, "strict+gate", HearingSettings(), lead).starts
     assert found and onset - 0.05 <= found[0] <= onset + 0.5
-    before = starts(cleaned, mic, far16, "strict+gate@1200", HearingSettings(), lead)
+    before = detections(cleaned, mic, far16, "strict+gate@1200", HearingSettings(), lead).starts
     assert not before or before[0] > onset + 0.5

@@ -182,12 +182,12 @@ def test_the_bench_hears_every_transition_between_replies() -> None:
 def test_the_bench_guard_has_heard_the_reply_before_listening_starts(
     hearing_say: Callable[[str], np.ndarray],
 ) -> None:
-    """``starts`` from the end of a reply: its guard has run from the signal's start, as the
+    """``detections`` from the end of a reply: its guard has run from the signal's start, as the
     device's runs all the time, so it knows the reply just stopped and holds the echo's decaying
     tail (the suppressor let go: the tail leaks at its raw level); a guard started fresh there (what
     the bench did until 2026-12-04) takes the tail for the user."""
     from audio.hearing.settings import HearingSettings
-    from audio.tools.bench_duplex import starts
+    from audio.tools.bench_duplex import detections
 
     rng = np.random.default_rng(0)
     play = 2 * 16000
@@ -202,10 +202,10 @@ def test_the_bench_guard_has_heard_the_reply_before_listening_starts(
     cleaned[play:] = raw[play:] * 0.9
     lead = play / 16000
     settings = HearingSettings()
-    fresh = starts(cleaned[play:], raw[play:], far[play:], "gate", settings)
+    fresh = detections(cleaned[play:], raw[play:], far[play:], "gate", settings).starts
     assert fresh, "the tail is speech to the VAD: a guard that never heard the reply passes it"
-    assert starts(cleaned, raw, far, "gate", settings, lead) == []
-    assert starts(cleaned, raw, far, "gate-tail", settings, lead), "the tail rule is what holds it"
+    assert detections(cleaned, raw, far, "gate", settings, lead).starts == []
+    assert detections(cleaned, raw, far, "gate-tail", settings, lead).starts, "the tail rule is what holds it"
 
 
 def test_the_bench_pools_its_sets_of_replies() -> None:
