@@ -572,12 +572,17 @@ class Listener:
     def _choose_endpointer(self) -> None:
         """The stricter endpointer while the device speaks in full duplex, the normal one otherwise;
         swapped only between utterances (the one swapped in starts with an empty pre-roll)."""
-        want = self._strict if self._speaking and self.duplex == "full" else self._normal
+        want = self._strict if self._over_playback else self._normal
         current = self._segmenter.endpointer
         if want is current or current.in_speech or self._utterance is not None or self._spec is not None:
             return
         want.reset()
         self._segmenter.endpointer = want
+
+    @property
+    def _over_playback(self) -> bool:
+        """The device speaks and the microphone hears the user over it (full duplex)."""
+        return self._speaking and self.duplex == "full"
 
     def _ts_of(self, pos: int) -> float:
         """Wall time of stream sample ``pos`` (from the last block's arrival)."""
@@ -588,11 +593,11 @@ class Listener:
         for ev in events:
             if isinstance(ev, UtteranceBegan):
                 self._utterance = self._ids()
-                over = self._speaking and self.duplex == "full"
+                over = self._over_playback
                 ts = self._ts_of(ev.offset)
                 self._emit(SpeechStarted(utterance=self._utterance, ts=ts, over_playback=over))
             elif isinstance(ev, SpeechStirred):
-                if self._utterance is None and self._speaking and self.duplex == "full":
+                if self._utterance is None and self._over_playback:
                     self._emit(BargeInSuspected(ts=self._ts_of(ev.offset)))
             elif isinstance(ev, UtterancePart):
                 if self._utterance is not None:

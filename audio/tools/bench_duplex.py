@@ -452,6 +452,7 @@ def run_echo_only(
     variants = ("raw", "full", f"limited {limit_db:.0f} dB")
     figures = EchoFigures({v: [] for v in variants}, {(v, g): 0 for v in variants for g in guards}, 0, [])
     figures.early_ms, figures.release_ms = settings.early_duck_speech_ms, settings.early_duck_release_ms
+    release_s = settings.early_duck_release_ms / 1000
     pair_cycle = itertools.cycle(reply_pairs(replies))
     for k, cond in enumerate(conditions()):
         for _ in range(per_condition):
@@ -470,7 +471,6 @@ def run_echo_only(
                 for guard in guards:
                     found = detections(sig, mic, far16, guard, settings, lead, delay_ms=cond.delay_ms)
                     figures.false_starts[(name, guard)] += len(found.starts)
-                    release_s = settings.early_duck_release_ms / 1000
                     figures.dips[(name, guard)].extend(d.end - d.start for d in false_dips(found, release_s))
                     figures.cold_starts[(name, guard)] += len(
                         detections(sig, mic, far16, guard, settings, 0.0, lead, cond.delay_ms).starts
