@@ -42,9 +42,10 @@ import numpy as np
 
 from audio.edges.sim_room import SimRoom, SimRoomSettings
 from audio.edges.wav import FloatArray, load_audio
+from audio.hearing.echo_check import cancel
 from audio.hearing.echo_tail import EchoGuard
 from audio.hearing.engine import Transcriber
-from audio.hearing.front_end import RATE, EchoCanceller, FrontEnd, FrontEndOptions, ResidualGate
+from audio.hearing.front_end import RATE, FrontEndOptions, ResidualGate
 from audio.hearing.settings import HearingSettings
 from audio.hearing.vad import Endpointer, SpeechDetector, SpeechStirred, UtteranceBegan, frame_level_db
 from audio.tools.bench_early_duck import Detections, Stir, duck_from, false_dips
@@ -138,36 +139,6 @@ def echo_of(far: FloatArray, far_rate: int, room: SimRoomSettings) -> FloatArray
     out = np.concatenate([sim.process(padded[i : i + block]) for i in range(0, len(padded), block)])
     want = int(len(padded) * RATE / far_rate)
     return np.pad(out, (0, max(0, want - len(out))))[:want]
-
-
-def cancel(
-    far: FloatArray,
-    far_rate: int,
-    mic: FloatArray,
-    options: FrontEndOptions,
-    canceller: EchoCanceller | None = None,
-) -> tuple[FloatArray, FrontEnd]:
-    """Run the front end (with ``canceller``: WebRTC's by default) as at run time: reference blocks
-    (10 ms) with play times from t = 0, rendered 30 ms ahead; microphone blocks (30 ms) with capture
-    times from t = 0. Output aligned with ``mic``."""
-    front = FrontEnd(options, canceller)
-    ref_block, mic_block = far_rate // 100, RATE * 30 // 1000
-    far = np.concatenate(
-        [far, np.zeros(max(0, int(len(mic) * far_rate / RATE) - len(far) + far_rate), np.float32)]
-    )
-    pushed, out = 0, []
-    for start in range(0, len(mic), mic_block):
-        t = start / RATE
-        while pushed * ref_block / far_rate <= t + 0.06:
-            front.reference(
-                far[pushed * ref_block : (pushed + 1) * ref_block].copy(),
-                pushed * ref_block / far_rate,
-                far_rate,
-            )
-            pushed += 1
-        out.append(front.process(mic[start : start + mic_block], t))
-    cleaned = np.concatenate(out)
-    return np.pad(cleaned, (0, len(mic) - len(cleaned))), front
 
 
 def erle_db(echo: FloatArray, residual: FloatArray, skip_s: float = 1.0) -> float:

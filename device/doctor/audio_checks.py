@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from device.doctor.result import CheckResult
+
+if TYPE_CHECKING:
+    from audio.hearing.echo_check import EchoMeasurement
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -121,6 +125,106 @@ def check_levels(input_index: int, output_index: int | None) -> CheckResult:
         "warn",
         f"room {quiet_db:.0f} dBFS; the 1 kHz test tone was not heard ({tone_db:.0f} dBFS)",
         "turn the speaker volume up (`alsamixer`) or check the speaker and microphone are the ones in use",
+    )
+
+
+@dataclass(frozen=True)
+class EchoTest:
+    """What the deep echo check needs of the settings (``hearing.echo_cancellation = "webrtc"``)."""
+
+    volume: float
+    """``speaking.volume``: the test plays as loud as a reply (0..1)."""
+    weak_db: float
+    """``hearing.weak_canceller_db``: less removal than this is a weak canceller (dB)."""
+    duck_db: float
+    """``hearing.duck_db``: how deep a barge-in ducks a reply over a strong canceller (dB)."""
+    duck_weak_db: float
+    """``hearing.duck_weak_db``: the same over a weak one (dB)."""
+
+
+_ECHO_NAME = "echo on this hardware"
+_ECHO_FIX_LEVELS = (
+    "turn the speaker volume up (`alsamixer`) or check the speaker and microphone are the ones in use"
+)
+
+
+def check_echo(input_index: int, output_index: int, test: EchoTest) -> CheckResult:
+    """``--deep`` with WebRTC's canceller: play a speech-like test sound while recording, and say how
+    late the microphone hears the speaker and how much of that echo the canceller removes."""
+    from audio.hearing.echo_check import TEST_S, measure_echo, probe_signal
+    from audio.hearing.front_end import FrontEndUnavailable
+
+    sd = _sounddevice()
+    try:
+        rate = int(sd.query_devices(input_index)["default_samplerate"])
+        far = probe_signal(rate) * test.volume
+        heard = sd.playrec(
+            far.reshape(-1, 1), samplerate=rate, channels=1, device=(input_index, output_index)
+        )
+        sd.wait()
+        measured = measure_echo(far, rate, heard.reshape(-1), rate)
+    except FrontEndUnavailable as err:
+        return CheckResult(_ECHO_NAME, "note", f"not measured: {err}")
+    except Exception as exc:
+        return CheckResult(
+            _ECHO_NAME,
+            "warn",
+            f"could not play and record the {TEST_S:.0f} s test sound: {type(exc).__name__}: {exc}",
+            "check the device is not in use by another program (`fuser -v /dev/snd/*`)",
+        )
+    return echo_verdict(measured, test)
+
+
+def echo_verdict(measured: EchoMeasurement, test: EchoTest) -> CheckResult:
+    """The check's result for one measurement (pure)."""
+    from audio.hearing.echo_check import MATCH_MIN, MAX_LAG_MS
+    from audio.hearing.front_end import HEALTH_MIN_DB  # under it the runtime falls back to half duplex
+
+    if measured.heard_db < 6.0:
+        return CheckResult(
+            _ECHO_NAME,
+            "warn",
+            f"the microphone did not hear the test sound ({measured.heard_db:.0f} dB over the room): "
+            "the echo was not measured",
+            _ECHO_FIX_LEVELS,
+        )
+    if measured.correlation < MATCH_MIN:
+        return CheckResult(
+            _ECHO_NAME,
+            "warn",
+            f"what the microphone hears does not match what the robot plays within {MAX_LAG_MS} ms "
+            f"(correlation {measured.correlation:.2f}): a speaker with more delay (Bluetooth), a "
+            "speaker and a microphone on clocks far apart, or another sound; the canceller cannot "
+            "follow it and barge-ins will not be heard reliably",
+            "use a wired speaker, ideally on the same USB sound device as the microphone, or "
+            'hearing.echo_cancellation = "off" (half duplex)',
+        )
+    removal = measured.removal_db
+    if removal is None:
+        return CheckResult(
+            _ECHO_NAME, "warn", "too little of the test sound was heard to judge", _ECHO_FIX_LEVELS
+        )
+    lag = f", heard {measured.lag_ms:.0f} ms after it is played"
+    removes = f"WebRTC's canceller removes {removal:.0f} dB of the speaker's echo{lag}"
+    if removal < HEALTH_MIN_DB:
+        return CheckResult(
+            _ECHO_NAME,
+            "warn",
+            f"{removes}: it is not cancelling, so the device would fall back to half duplex",
+            'let the sound server cancel (hearing.echo_cancellation = "system", docs/deploy.md), or '
+            '"off" (half duplex)',
+        )
+    if removal < test.weak_db:
+        return CheckResult(
+            _ECHO_NAME,
+            "warn",
+            f"{removes}: weak (under hearing.weak_canceller_db, {test.weak_db:.0f} dB): barge-ins duck the "
+            f"reply by {test.duck_weak_db:.0f} dB and fewer of them are heard",
+            "lower the speaker volume or move the microphone away from the speaker, or let the sound "
+            'server cancel (hearing.echo_cancellation = "system", docs/deploy.md)',
+        )
+    return CheckResult(
+        _ECHO_NAME, "ok", f"{removes}: strong, barge-ins duck the reply by {test.duck_db:.0f} dB"
     )
 
 

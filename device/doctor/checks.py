@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from device.buttons.choice import ButtonUnavailable, make_button
 from device.buttons.settings import ButtonSettings
-from device.doctor.audio_checks import check_audio_device, check_duplex, check_levels
+from device.doctor.audio_checks import EchoTest, check_audio_device, check_duplex, check_echo, check_levels
 from device.doctor.memory_check import check_memory
 from device.doctor.result import CheckResult
 
@@ -423,9 +423,15 @@ def check_button(settings: ButtonSettings, simulate: bool = False) -> CheckResul
 
 
 def _audio_device_checks(
-    input_device: str | None, output_device: str | None, deep: bool, simulate: bool, need_speaker: bool
+    input_device: str | None,
+    output_device: str | None,
+    deep: bool,
+    simulate: bool,
+    need_speaker: bool,
+    echo: EchoTest | None = None,
 ) -> list[CheckResult]:
-    """The microphone and speaker checks (a note where not needed); with ``deep``, their levels."""
+    """The microphone and speaker checks (a note where not needed); with ``deep``, their levels,
+    and with ``echo`` (WebRTC's canceller configured) the echo path."""
     results: list[CheckResult] = []
     mic_index = speaker_index = None
     if not simulate:
@@ -440,6 +446,8 @@ def _audio_device_checks(
         results.append(CheckResult("speaker", "note", "not needed (simulation or non-speaker sink)"))
     if deep and mic_index is not None:
         results.append(check_levels(mic_index, speaker_index))
+        if echo is not None and speaker_index is not None:
+            results.append(check_echo(mic_index, speaker_index, echo))
     return results
 
 
@@ -466,14 +474,15 @@ def run_checks(
     tls_insecure: bool = False,
     broker_timeout_s: float = 5.0,
     stt_provider: str = "whisper",
+    echo: EchoTest | None = None,
 ) -> list[CheckResult]:
     """Run every check; never raises for a missing part (each check reports it).
 
     ``simulate``: no microphone and no button needed; ``need_speaker`` false when speech goes to a
-    WAV/null sink.
+    WAV/null sink; ``echo``: with ``deep``, measure the echo path (WebRTC's canceller configured).
     """
     results = [check_state_dir(state_dir)]
-    results += _audio_device_checks(input_device, output_device, deep, simulate, need_speaker)
+    results += _audio_device_checks(input_device, output_device, deep, simulate, need_speaker, echo)
     results.append(check_stt_model(stt_model, deep))
     results.append(check_speech_check_model(deep))
     if stt_provider == "whisper":
@@ -495,6 +504,14 @@ def run_checks(
     results.append(check_clock())
     results.append(check_button(button, simulate=simulate))
     return results
+
+
+def _echo_test(config: Config) -> EchoTest | None:
+    """What the deep echo check needs, when WebRTC's canceller is configured (else None)."""
+    hearing = config.hearing
+    if hearing.echo_cancellation != "webrtc":
+        return None
+    return EchoTest(config.speaking.volume, hearing.weak_canceller_db, hearing.duck_db, hearing.duck_weak_db)
 
 
 def check_config(config: Config, deep: bool = False) -> list[CheckResult]:
@@ -522,6 +539,7 @@ def check_config(config: Config, deep: bool = False) -> list[CheckResult]:
         key_file=config.mqtt.key_file,
         tls_insecure=config.mqtt.tls_insecure,
         broker_timeout_s=min(config.mqtt.connect_timeout_s, 10.0),
+        echo=_echo_test(config),
     )
     results.append(check_duplex(config.hearing.echo_cancellation))
     return [*results, check_memory(config)]
