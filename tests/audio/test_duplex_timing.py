@@ -415,9 +415,9 @@ def test_each_duck_depth_is_its_own_view_of_the_same_trial() -> None:
     replies = synthesise_replies(2)
     room = next(c for c in conditions() if c.echo_db == 0.0 and c.delay_ms == 40.0)
     settings = HearingSettings(early_duck_speech_ms=60)  # the early duck on (off by default)
-    # Piper samples the replies' timing afresh each run: in about one trial in twenty (1 of 24) the first voiced
-    # frames come with the confirmed start (no early duck before it). The first of three trials
-    # (other replies first, other noise) where the device ducked early is the one looked at.
+    # Piper samples the replies' timing afresh each run: in about one trial in twenty (1 of 24) the
+    # first voiced frames come with the confirmed start (no early duck before it). The first of three
+    # trials (other replies first, other noise) where the device ducked early is the one looked at.
     for k in range(3):
         views = _wer_views(replies, _sentence(HEARING_SPEECH_DIR), -6.0, k, room, settings, (-40.0,))
         if not np.array_equal(views[CONFIRMED_VIEW], views["ducked"]):
