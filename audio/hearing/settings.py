@@ -227,6 +227,13 @@ class HearingSettings:
     """smart_turn: the decoder's end probability (0..1) the late check (``turn_late_ms``) needs
     (default 0.8)."""
 
+    turn_long_end: float = 0.6
+    """smart_turn with "words+end": the decoder's end probability (0..1) a transcript of more than
+    three words needs to end the turn at the pause, unless the model is sure of it (0.97,
+    ``turn.LONG_SURE``); 0 = the same as a short one's (0.4, ``turn.END_MIN``). Whisper is often
+    unsure whether a first half that reads as a sentence ends there ("Press star for help." 0.55):
+    0.6 keeps such hesitations whole (docs/hearing.md "The long sentence's end"; default 0.6)."""
+
     turn_model: str = ""
     """smart_turn: path of the Smart Turn v3 ONNX file; empty means the one ``python -m
     audio.fetch_models`` installed (default "")."""
@@ -408,6 +415,7 @@ class HearingSettings:
                 f" ({self.turn_fallback_ms})",
             ),
             ("turn_late_end", 0.0 < self.turn_late_end <= 1.0, "must be in (0, 1]"),
+            ("turn_long_end", 0.0 <= self.turn_long_end <= 1.0, "must be in 0..1 (0 = off)"),
             (
                 "echo_cancellation",
                 self.echo_cancellation in ECHO_CANCELLATION,

@@ -13,11 +13,12 @@ end on ("… out of", "… the North which") or without a full stop. ``turn_comp
   an ellipsis) needs ``p >= OPEN_THRESHOLD``;
 - ``words+end`` (default): the ``words`` rule, then the decoder's own probability of a sentence
   mark right after the last word (``Transcription.end_prob``, whatever mark it then wrote) must be
-  at least ``END_MIN`` beside ``p >= threshold``. Whisper writes a full stop after many a first
-  half ("He might even have been made amiable.") but gives it 0.3-0.6 there against 0.7-0.98 after
-  a whole sentence, and that lets the model's threshold come down (0.3): the model alone calls many
-  whole read sentences unfinished. Without an end probability it is ``words+punctuation`` with the
-  threshold at least ``UNCHECKED_THRESHOLD``.
+  at least ``END_MIN`` beside ``p >= threshold`` (``LONG_END_MIN`` for a transcript of more than
+  ``SHORT_WORDS`` words, unless the model is ``LONG_SURE`` of it). Whisper writes a full stop after
+  many a first half ("He might even have been made amiable.") but gives it 0.3-0.6 there against
+  0.7-0.98 after a whole sentence, and that lets the model's threshold come down (0.3): the model
+  alone calls many whole read sentences unfinished. Without an end probability it is
+  ``words+punctuation`` with the threshold at least ``UNCHECKED_THRESHOLD``.
 
 A short transcript (``short_text``: one to three words) is a finished answer to both signals whether
 the user said it alone or before a comma ("No, the fitness one."): the model's ``ONE_WORD_SURE``
@@ -103,6 +104,19 @@ SURE = 1.01
 """``words+end``: the model's probability that ends the turn whatever the decoder's end probability
 (above 1: never; the model says 0.9-0.99 to many real first halves, "She had your dark suit")."""
 
+LONG_END_MIN = 0.6
+"""``words+end``: the end probability a transcript of more than ``SHORT_WORDS`` words needs beside
+``p >= threshold``, unless the model is ``LONG_SURE`` of it (``hearing.turn_long_end``'s default).
+First halves that read as sentences to the decoder ("Press star for help.", "Please hold while I
+try to locate the person." 0.50-0.60) end the turn at 0.4 and are kept whole at 0.6, while the
+whole sentences between the two (0.49-0.59: "My favourite colour is blue." misheard "My favorite
+colors blue.", "Let's do story time.", "Maybe later after my lunch.") get 0.97-0.98 from the model
+(replayed on eight caches, docs/hearing.md "The long sentence's end")."""
+
+LONG_SURE = 0.97
+"""``words+end``: the model's probability with which a transcript of more than ``SHORT_WORDS`` words
+ends the turn at ``END_MIN`` (not ``LONG_END_MIN``)."""
+
 SHORT_WORDS = 3
 """A transcript of at most this many words is short (``short_text``): a finished answer ("Good
 night.", "Sounds good.", "Front left", "Apple River Chair") whose end Whisper often neither writes
@@ -175,16 +189,22 @@ def turn_complete(
     end_prob: float | None = None,
     end_min: float = END_MIN,
     sure: float = SURE,
+    long_end_min: float = LONG_END_MIN,
+    long_sure: float = LONG_SURE,
 ) -> bool:
     """Whether the turn is complete: the model's ``probability`` and the speculative ``text``
     (None: no transcript) combined as ``check`` (``hearing.turn_text_check``) says; ``words+end``
-    also weighs ``end_prob`` (the decoder's probability of a sentence mark after the last word)."""
+    also weighs ``end_prob`` (the decoder's probability of a sentence mark after the last word):
+    at least ``end_min``, or ``long_end_min`` for more than ``SHORT_WORDS`` words unless the model
+    says at least ``long_sure``."""
     hint = text_hint(text) if text is not None and check != "off" else None
     if hint == "unfinished":
         return False
     if check == "words+end":
         if hint is not None and end_prob is not None:
             sure = min(sure, short_sure(text))
+            if not short_text(text) and probability < max(threshold, long_sure):
+                end_min = max(end_min, long_end_min)
             return (probability >= threshold and end_prob >= end_min) or probability >= max(threshold, sure)
         threshold = max(threshold, UNCHECKED_THRESHOLD)  # no decode in time, or an engine without it
     if hint == "open" and check in ("words+punctuation", "words+end"):

@@ -34,7 +34,15 @@ import numpy as np
 
 from audio.hearing.engine import Transcriber
 from audio.hearing.settings import HearingSettings
-from audio.hearing.turn import END_MIN, SURE, late_complete, short_text, text_hint, turn_complete
+from audio.hearing.turn import (
+    END_MIN,
+    LONG_SURE,
+    SURE,
+    late_complete,
+    short_text,
+    text_hint,
+    turn_complete,
+)
 from audio.hearing.turn_model import TurnModel
 from audio.hearing.vad import FrameSegmenter, TurnQuestion, UtteranceBegan, UtteranceComplete, UtterancePart
 from audio.tools.bench_turns import RATE, Clip
@@ -53,6 +61,10 @@ PATIENT_ENDS = (0.4, 0.5, 0.6, 0.7)
 """End probabilities the patient check is tried with."""
 PATIENT_SURE = (1.01, 0.95, 0.9)
 """Model probabilities the patient check is tried with (above 1: the words alone)."""
+LONG_ENDS = (0.5, 0.6, 0.7)
+"""End probabilities ``replay_cache`` tries for a transcript of more than three words."""
+LONG_SURES = (0.95, 0.97, 1.01)
+"""The model's probabilities with which such a transcript ends at ``END_MIN`` instead."""
 
 
 def _stream(audio: np.ndarray, fallback_ms: int, rng: np.random.Generator) -> np.ndarray:
@@ -198,6 +210,10 @@ class Rule:
     ``hearing.turn_hold_ms``)."""
     short_hold: int = 0
     """The same for a short transcript (frames; ``hearing.turn_short_hold_ms``, ``turn.short_text``)."""
+    long_end: float = 0.0
+    """The end probability a longer transcript needs unless the model says ``long_sure``
+    (``hearing.turn_long_end``; 0 = ``end_min`` for every length, as before 2026-12-07)."""
+    long_sure: float = LONG_SURE
 
     def label(self) -> str:
         re = "+".join(str(r) for r in self.reask) or "-"
@@ -206,6 +222,7 @@ class Rule:
         late += f"/{self.patient_sure:g}" if self.patient and self.patient_sure <= 1.0 else ""
         late += f" H{self.hold}" if self.hold else ""
         late += f" S{self.short_hold}" if self.short_hold > self.hold else ""
+        late += f" l{self.long_end:g}/{self.long_sure:g}" if self.long_end > self.end_min else ""
         return (
             f"ask{self.ask} re{re} dec{self.decode} {self.check} t{self.threshold:g} e{self.end_min:g} "
             f"s{self.sure:g}{late}"
@@ -234,7 +251,15 @@ def _decision(rule: Rule, pause: dict[str, Any], frame_ms: int) -> tuple[int, fl
         if prob is None:
             return None  # the pause ended before this silence
         if turn_complete(
-            prob, text, rule.threshold, rule.check, end_prob=end_prob, end_min=rule.end_min, sure=rule.sure
+            prob,
+            text,
+            rule.threshold,
+            rule.check,
+            end_prob=end_prob,
+            end_min=rule.end_min,
+            sure=rule.sure,
+            long_end_min=rule.long_end,
+            long_sure=rule.long_sure,
         ):
             model_ms = pause["model_ms"].get(str(r), 100.0)
             ready = max(r * frame_ms + model_ms, decoded_at, hold * frame_ms)
@@ -331,6 +356,7 @@ def default_rule(settings: HearingSettings) -> Rule:
         settings.turn_late_end,
         hold=-(-settings.turn_floor_ms // fms),
         short_hold=-(-settings.turn_short_floor_ms // fms),
+        long_end=settings.turn_long_end if words_end else 0.0,
     )
 
 
@@ -390,6 +416,12 @@ def replay_cache(path: Path, settings: HearingSettings | None = None) -> None:
     print(f"== all ({len(clips)} clips)")
     for r in [PREVIOUS, replace(PREVIOUS, check="off"), replace(default, late=0), default]:
         print("  " + fmt(score(r, clips, frame_ms)))
+    print(
+        "== the runtime's rule with another end probability for a longer sentence (l: end / the model's sure)"
+    )
+    for long_end, long_sure in [(0.0, LONG_SURE), *itertools.product(LONG_ENDS, LONG_SURES)]:
+        rule = replace(default, long_end=long_end, long_sure=long_sure)
+        print("  " + fmt(score(rule, clips, frame_ms)))
     print(
         "== the runtime's rule with other patient checks (a longer silence, a lower end probability, a sure model)"
     )

@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 
 from audio.hearing.turn import (
+    END_MIN,
+    LONG_END_MIN,
+    LONG_SURE,
     ONE_WORD_SURE,
     OPEN_THRESHOLD,
     SHORT_LATE_END,
@@ -134,6 +137,32 @@ def test_words_end_lets_a_sure_model_end_any_text_but_an_unfinished_one() -> Non
     assert not turn_complete(0.99, "Can we do the", 0.5, "words+end", end_prob=0.99)
 
 
+def test_a_longer_sentence_needs_a_surer_end_unless_the_model_is_sure() -> None:
+    """More than three words: the decoder's end probability must reach ``LONG_END_MIN``, unless the
+    model says ``LONG_SURE`` (the figures are the replayed caches' clips, docs/hearing.md)."""
+    # First halves that read as sentences: an end probability of 0.5-0.6 no longer ends the turn.
+    assert not turn_complete(0.92, "Press star for help.", 0.3, "words+end", end_prob=0.55)
+    assert not turn_complete(
+        0.68, "Please hold while I try to locate the person.", 0.3, "words+end", end_prob=0.59
+    )
+    assert turn_complete(
+        0.92, "Press star for help.", 0.3, "words+end", end_prob=0.55, long_end_min=0.0
+    )  # before
+    # Whole sentences the decoder is as unsure of, the model sure of: they end as before.
+    assert turn_complete(LONG_SURE, "My favorite colors blue.", 0.3, "words+end", end_prob=0.52)
+    assert turn_complete(0.98, "Maybe later after my lunch.", 0.3, "words+end", end_prob=0.55)
+    assert not turn_complete(0.98, "Maybe later after my lunch.", 0.3, "words+end", end_prob=END_MIN - 0.01)
+    # A sure end probability ends a longer sentence at the threshold, as before.
+    assert turn_complete(0.3, "Your call is now first in line.", 0.3, "words+end", end_prob=LONG_END_MIN)
+    assert not turn_complete(
+        0.3, "Your call is now first in line.", 0.3, "words+end", end_prob=LONG_END_MIN - 0.01
+    )
+    # Three words and fewer keep END_MIN (their own sure answers and hold: "The short hold").
+    assert turn_complete(0.5, "Yes, please.", 0.3, "words+end", end_prob=END_MIN)
+    assert turn_complete(0.5, "Let's play cards.", 0.3, "words+end", end_prob=END_MIN)
+    assert not turn_complete(0.5, "Let's play cards now.", 0.3, "words+end", end_prob=END_MIN)
+
+
 def test_words_end_below_the_threshold_waits_whatever_the_decoder_says() -> None:
     assert not turn_complete(0.3, "Turn on the lights.", 0.5, "words+end", end_prob=0.99)
 
@@ -212,6 +241,10 @@ def test_bench_configs_name_the_late_check_and_the_decode_and_ask_pauses() -> No
     with pytest.raises(ValueError, match="turn_late_end"):  # checked like the config file
         parse_config("smart_turn:turn_late_end=1.5", base)
     assert parse_config("smart_turn:turn_late_ms=0", base)[1].turn_late_ms == 0  # by name: off
+    assert parse_config("smart_turn:turn_long_end=0", base)[1].turn_long_end == 0.0  # the rule before
+    with pytest.raises(ValueError, match="turn_long_end"):
+        parse_config("smart_turn:turn_long_end=1.2", base)
+    assert base.turn_long_end == LONG_END_MIN  # the setting's default is the rule's
 
 
 def test_a_bench_config_can_run_with_the_blas_pool_as_the_baseline() -> None:

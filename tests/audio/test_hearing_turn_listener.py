@@ -17,7 +17,7 @@ from audio.events import AudioEvent, SpeechEnded, SpeechStarted, Transcribed, Ut
 from audio.hearing.listener import Listener
 from audio.hearing.settings import HearingSettings
 from audio.hearing.stt import CancelToken, DecodeCancelled, Transcription
-from audio.hearing.turn import late_complete, short_text
+from audio.hearing.turn import LONG_SURE, late_complete, short_text, text_hint, turn_complete, word_count
 from audio.hearing.turn_model import SmartTurnModel, TurnVerdict, default_model_path
 from audio.hearing.whisper_stt import WhisperTranscriber
 from audio.tools.bench_turns import hesitation
@@ -123,8 +123,11 @@ async def listen(
     decode_ms: int | None = None,
     ask_ms: int | None = None,
     short_hold_ms: int | None = None,
+    long_end: float | None = None,
 ) -> tuple[Listener, Events]:
     settings = HearingSettings(turn_detector="smart_turn", turn_fallback_ms=fallback_ms)
+    if long_end is not None:
+        settings = replace(settings, turn_long_end=long_end)
     if decode_ms is not None:
         settings = replace(settings, turn_decode_ms=decode_ms)
     if ask_ms is not None:
@@ -338,6 +341,30 @@ async def test_the_late_check_ends_a_turn_the_model_calls_unfinished_when_the_wo
     else:  # the words were not done either: the fallback
         assert not last.late and ended.end == "silence", last
     assert "what your country" in done.text.lower()
+
+
+async def test_the_verdict_weighs_a_longer_sentences_end_as_configured(
+    hearing_transcriber: WhisperTranscriber, turn_model: SmartTurnModel, jfk: FloatArray
+) -> None:
+    """``hearing.turn_long_end`` reaches the verdict: with it at 1.0 (no end probability is enough)
+    and the model's threshold at 0, every question's verdict is ``turn_complete`` with that setting,
+    and a longer transcript the model is not sure of stays open however sure its end."""
+    stt, model = Counting(hearing_transcriber), CountingModel(turn_model)
+    listener, _ = await listen(jfk, stt, model, threshold=0.0, late_ms=0, long_end=1.0)
+    asks = [a for a in listener.turn_asks if not a.stale and a.text is not None and a.end_prob is not None]
+    assert asks
+    for a in asks:
+        expected = turn_complete(
+            a.probability, a.text, 0.0, "words+end", end_prob=a.end_prob, long_end_min=1.0
+        )
+        assert a.complete == expected, a
+        if word_count(a.text) > 3 and a.probability < LONG_SURE and text_hint(a.text or "") != "unfinished":
+            assert not a.complete, a  # at the default (0.6) an end probability of 0.6 would do
+    # At least one verdict the setting decided (JFK's "...for your country." p 0.92, end 0.93).
+    assert any(
+        a.complete != turn_complete(a.probability, a.text, 0.0, "words+end", end_prob=a.end_prob)
+        for a in asks
+    ), asks
 
 
 def _piper_words(text: str) -> FloatArray:

@@ -54,6 +54,23 @@ def test_the_end_probability_keeps_a_hesitation_whole_that_the_full_stop_splits(
     assert not replay_clip(PUNCT, hesitation, FRAME_MS).whole
 
 
+def test_the_long_sentences_end_keeps_a_first_half_whole_and_lets_a_sure_sentence_end() -> None:
+    """``Rule.long_end``: a first half of more than three words with an end probability under it
+    (the model not sure) is kept whole; a whole sentence the model is ``long_sure`` of still ends."""
+    half = _pause(30, True, {4: 0.9, 6: 0.9}, "Press star for help.", 0.55)
+    rest = _pause(50, False, {4: 0.9, 6: 0.9}, "Press star for help or pound to exit.", 0.8)
+    hesitation = _clip("hesitation", [half, rest], pause_s=0.9)
+    assert not replay_clip(WORDS_END, hesitation, FRAME_MS).whole  # before: split at "help."
+    long_end = replace(WORDS_END, long_end=0.6, long_sure=0.97)
+    assert replay_clip(long_end, hesitation, FRAME_MS).whole
+    sure = _clip("complete", [_pause(50, False, {4: 0.97, 6: 0.97}, "My favorite colors blue.", 0.52)])
+    res = replay_clip(long_end, sure, FRAME_MS)
+    assert res.whole and not res.fallback
+    unsure = _clip("complete", [_pause(50, False, {4: 0.96, 6: 0.96}, "My favorite colors blue.", 0.52)])
+    assert replay_clip(long_end, unsure, FRAME_MS).fallback
+    assert "l0.6/0.97" in long_end.label() and "l0" not in WORDS_END.label()
+
+
 def test_a_complete_turn_ends_at_its_last_pause_with_an_estimated_latency() -> None:
     res = replay_clip(WORDS_END, _clip("complete", [WHOLE]), FRAME_MS)
     assert res.whole and not res.fallback
