@@ -710,6 +710,7 @@ class Listener:
             self.settings.turn_text_check,
             end_prob=end_prob,
             long_end_min=self.settings.turn_long_end,
+            long_sure=self.settings.turn_long_sure,
         )
         # The model says unfinished, the words say done: end the turn if the pause lasts turn_late_ms.
         late_ok = (

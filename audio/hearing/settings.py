@@ -229,10 +229,16 @@ class HearingSettings:
 
     turn_long_end: float = 0.6
     """smart_turn with "words+end": the decoder's end probability (0..1) a transcript of more than
-    three words needs to end the turn at the pause, unless the model is sure of it (0.97,
+    three words needs to end the turn at the pause, unless the model is sure of it (0.9,
     ``turn.LONG_SURE``); 0 = the same as a short one's (0.4, ``turn.END_MIN``). Whisper is often
-    unsure whether a first half that reads as a sentence ends there ("Press star for help." 0.55):
-    0.6 keeps such hesitations whole (docs/hearing.md "The long sentence's end"; default 0.6)."""
+    unsure whether a first half that reads as a sentence ends there ("Please hold while I try to
+    locate the person." 0.57-0.60): 0.6 keeps such hesitations whole (docs/hearing.md "The long
+    sentence's end"; default 0.6)."""
+
+    turn_long_sure: float = 0.9
+    """smart_turn with "words+end": the model's probability (0..1) with which a transcript of more
+    than three words ends the turn at the short one's end probability instead of ``turn_long_end``
+    (whole sentences whose end the decoder is unsure of get 0.92-0.98; default 0.9)."""
 
     turn_model: str = ""
     """smart_turn: path of the Smart Turn v3 ONNX file; empty means the one ``python -m
@@ -416,6 +422,7 @@ class HearingSettings:
             ),
             ("turn_late_end", 0.0 < self.turn_late_end <= 1.0, "must be in (0, 1]"),
             ("turn_long_end", 0.0 <= self.turn_long_end <= 1.0, "must be in 0..1 (0 = off)"),
+            ("turn_long_sure", 0.0 < self.turn_long_sure <= 1.0, "must be in (0, 1]"),
             (
                 "echo_cancellation",
                 self.echo_cancellation in ECHO_CANCELLATION,

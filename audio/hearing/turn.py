@@ -107,15 +107,18 @@ SURE = 1.01
 LONG_END_MIN = 0.6
 """``words+end``: the end probability a transcript of more than ``SHORT_WORDS`` words needs beside
 ``p >= threshold``, unless the model is ``LONG_SURE`` of it (``hearing.turn_long_end``'s default).
-First halves that read as sentences to the decoder ("Press star for help.", "Please hold while I
-try to locate the person." 0.50-0.60) end the turn at 0.4 and are kept whole at 0.6, while the
-whole sentences between the two (0.49-0.59: "My favourite colour is blue." misheard "My favorite
-colors blue.", "Let's do story time.", "Maybe later after my lunch.") get 0.97-0.98 from the model
-(replayed on eight caches, docs/hearing.md "The long sentence's end")."""
+First halves that read as sentences to the decoder ("Please hold while I try to locate the
+person." p 0.50-0.68, end 0.57-0.60; "Press 4 to remove the urgency." 0.72-0.92, 0.50-0.56) end the
+turn at 0.4 and are kept whole at 0.6 (replayed on eight caches, docs/hearing.md "The long
+sentence's end")."""
 
-LONG_SURE = 0.97
+LONG_SURE = 0.9
 """``words+end``: the model's probability with which a transcript of more than ``SHORT_WORDS`` words
-ends the turn at ``END_MIN`` (not ``LONG_END_MIN``)."""
+ends the turn at ``END_MIN`` (not ``LONG_END_MIN``; ``hearing.turn_long_sure``'s default): the whole sentences whose end the decoder is as
+unsure of ("My favourite colour is blue." misheard "My favorite colors blue." end 0.49-0.52, "Let's
+do story time." 0.59, "Maybe later after my lunch." 0.55) get 0.92-0.98 from the model. At 0.97
+more first halves stay whole ("Press star for help." p 0.92-0.95) and the first of them waits for
+the fallback silence."""
 
 SHORT_WORDS = 3
 """A transcript of at most this many words is short (``short_text``): a finished answer ("Good

@@ -63,7 +63,7 @@ PATIENT_SURE = (1.01, 0.95, 0.9)
 """Model probabilities the patient check is tried with (above 1: the words alone)."""
 LONG_ENDS = (0.5, 0.6, 0.7)
 """End probabilities ``replay_cache`` tries for a transcript of more than three words."""
-LONG_SURES = (0.95, 0.97, 1.01)
+LONG_SURES = (0.9, 0.95, 0.97, 1.01)
 """The model's probabilities with which such a transcript ends at ``END_MIN`` instead."""
 
 
@@ -357,6 +357,7 @@ def default_rule(settings: HearingSettings) -> Rule:
         hold=-(-settings.turn_floor_ms // fms),
         short_hold=-(-settings.turn_short_floor_ms // fms),
         long_end=settings.turn_long_end if words_end else 0.0,
+        long_sure=settings.turn_long_sure,
     )
 
 

@@ -141,15 +141,17 @@ def test_a_longer_sentence_needs_a_surer_end_unless_the_model_is_sure() -> None:
     """More than three words: the decoder's end probability must reach ``LONG_END_MIN``, unless the
     model says ``LONG_SURE`` (the figures are the replayed caches' clips, docs/hearing.md)."""
     # First halves that read as sentences: an end probability of 0.5-0.6 no longer ends the turn.
-    assert not turn_complete(0.92, "Press star for help.", 0.3, "words+end", end_prob=0.55)
     assert not turn_complete(
         0.68, "Please hold while I try to locate the person.", 0.3, "words+end", end_prob=0.59
     )
+    assert not turn_complete(0.79, "Press 4 to remove the urgency.", 0.3, "words+end", end_prob=0.5)
     assert turn_complete(
-        0.92, "Press star for help.", 0.3, "words+end", end_prob=0.55, long_end_min=0.0
+        0.79, "Press 4 to remove the urgency.", 0.3, "words+end", end_prob=0.5, long_end_min=0.0
     )  # before
-    # Whole sentences the decoder is as unsure of, the model sure of: they end as before.
+    # Whole sentences the decoder is as unsure of, the model sure of: they end as before (and so
+    # does a first half the model is as sure of: "Press star for help." p 0.92-0.95).
     assert turn_complete(LONG_SURE, "My favorite colors blue.", 0.3, "words+end", end_prob=0.52)
+    assert not turn_complete(LONG_SURE - 0.01, "My favorite colors blue.", 0.3, "words+end", end_prob=0.52)
     assert turn_complete(0.98, "Maybe later after my lunch.", 0.3, "words+end", end_prob=0.55)
     assert not turn_complete(0.98, "Maybe later after my lunch.", 0.3, "words+end", end_prob=END_MIN - 0.01)
     # A sure end probability ends a longer sentence at the threshold, as before.
@@ -244,7 +246,10 @@ def test_bench_configs_name_the_late_check_and_the_decode_and_ask_pauses() -> No
     assert parse_config("smart_turn:turn_long_end=0", base)[1].turn_long_end == 0.0  # the rule before
     with pytest.raises(ValueError, match="turn_long_end"):
         parse_config("smart_turn:turn_long_end=1.2", base)
-    assert base.turn_long_end == LONG_END_MIN  # the setting's default is the rule's
+    assert base.turn_long_end == LONG_END_MIN  # the settings' defaults are the rule's
+    assert base.turn_long_sure == LONG_SURE
+    with pytest.raises(ValueError, match="turn_long_sure"):
+        parse_config("smart_turn:turn_long_sure=0", base)
 
 
 def test_a_bench_config_can_run_with_the_blas_pool_as_the_baseline() -> None:

@@ -17,7 +17,7 @@ from audio.events import AudioEvent, SpeechEnded, SpeechStarted, Transcribed, Ut
 from audio.hearing.listener import Listener
 from audio.hearing.settings import HearingSettings
 from audio.hearing.stt import CancelToken, DecodeCancelled, Transcription
-from audio.hearing.turn import LONG_SURE, late_complete, short_text, text_hint, turn_complete, word_count
+from audio.hearing.turn import late_complete, short_text, text_hint, turn_complete, word_count
 from audio.hearing.turn_model import SmartTurnModel, TurnVerdict, default_model_path
 from audio.hearing.whisper_stt import WhisperTranscriber
 from audio.tools.bench_turns import hesitation
@@ -124,10 +124,13 @@ async def listen(
     ask_ms: int | None = None,
     short_hold_ms: int | None = None,
     long_end: float | None = None,
+    long_sure: float | None = None,
 ) -> tuple[Listener, Events]:
     settings = HearingSettings(turn_detector="smart_turn", turn_fallback_ms=fallback_ms)
     if long_end is not None:
         settings = replace(settings, turn_long_end=long_end)
+    if long_sure is not None:
+        settings = replace(settings, turn_long_sure=long_sure)
     if decode_ms is not None:
         settings = replace(settings, turn_decode_ms=decode_ms)
     if ask_ms is not None:
@@ -346,21 +349,22 @@ async def test_the_late_check_ends_a_turn_the_model_calls_unfinished_when_the_wo
 async def test_the_verdict_weighs_a_longer_sentences_end_as_configured(
     hearing_transcriber: WhisperTranscriber, turn_model: SmartTurnModel, jfk: FloatArray
 ) -> None:
-    """``hearing.turn_long_end`` reaches the verdict: with it at 1.0 (no end probability is enough)
-    and the model's threshold at 0, every question's verdict is ``turn_complete`` with that setting,
-    and a longer transcript the model is not sure of stays open however sure its end."""
+    """``hearing.turn_long_end`` and ``turn_long_sure`` reach the verdict: with the first at 1.0 (no
+    end probability is enough), the second at 1.0 (the model never sure enough) and the model's
+    threshold at 0, every question's verdict is ``turn_complete`` with those settings, and a longer
+    transcript stays open however sure its end."""
     stt, model = Counting(hearing_transcriber), CountingModel(turn_model)
-    listener, _ = await listen(jfk, stt, model, threshold=0.0, late_ms=0, long_end=1.0)
+    listener, _ = await listen(jfk, stt, model, threshold=0.0, late_ms=0, long_end=1.0, long_sure=1.0)
     asks = [a for a in listener.turn_asks if not a.stale and a.text is not None and a.end_prob is not None]
     assert asks
     for a in asks:
         expected = turn_complete(
-            a.probability, a.text, 0.0, "words+end", end_prob=a.end_prob, long_end_min=1.0
+            a.probability, a.text, 0.0, "words+end", end_prob=a.end_prob, long_end_min=1.0, long_sure=1.0
         )
         assert a.complete == expected, a
-        if word_count(a.text) > 3 and a.probability < LONG_SURE and text_hint(a.text or "") != "unfinished":
-            assert not a.complete, a  # at the default (0.6) an end probability of 0.6 would do
-    # At least one verdict the setting decided (JFK's "...for your country." p 0.92, end 0.93).
+        if word_count(a.text) > 3 and a.probability < 1.0 and text_hint(a.text or "") != "unfinished":
+            assert not a.complete, a  # at the defaults an end probability of 0.6 would do
+    # At least one verdict the settings decided (JFK's "...for your country." p 0.92, end 0.93).
     assert any(
         a.complete != turn_complete(a.probability, a.text, 0.0, "words+end", end_prob=a.end_prob)
         for a in asks
