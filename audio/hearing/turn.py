@@ -114,11 +114,11 @@ sentence's end")."""
 
 LONG_SURE = 0.9
 """``words+end``: the model's probability with which a transcript of more than ``SHORT_WORDS`` words
-ends the turn at ``END_MIN`` (not ``LONG_END_MIN``; ``hearing.turn_long_sure``'s default): the whole sentences whose end the decoder is as
-unsure of ("My favourite colour is blue." misheard "My favorite colors blue." end 0.49-0.52, "Let's
-do story time." 0.59, "Maybe later after my lunch." 0.55) get 0.92-0.98 from the model. At 0.97
-more first halves stay whole ("Press star for help." p 0.92-0.95) and the first of them waits for
-the fallback silence."""
+ends the turn at ``END_MIN`` (not ``LONG_END_MIN``; ``hearing.turn_long_sure``'s default): the
+whole sentences whose end the decoder is as unsure of ("My favourite colour is blue." misheard "My
+favorite colors blue." end 0.49-0.52, "Let's do story time." 0.59, "Maybe later after my lunch."
+0.55) get 0.92-0.98 from the model. At 0.97 more first halves stay whole ("Press star for help."
+p 0.92-0.95) and the first of those sentences waits for the fallback silence."""
 
 SHORT_WORDS = 3
 """A transcript of at most this many words is short (``short_text``): a finished answer ("Good

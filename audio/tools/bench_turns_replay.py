@@ -214,6 +214,8 @@ class Rule:
     """The end probability a longer transcript needs unless the model says ``long_sure``
     (``hearing.turn_long_end``; 0 = ``end_min`` for every length, as before 2026-12-07)."""
     long_sure: float = LONG_SURE
+    """The model's probability with which a longer transcript ends at ``end_min`` after all
+    (``hearing.turn_long_sure``)."""
 
     def label(self) -> str:
         re = "+".join(str(r) for r in self.reask) or "-"
