@@ -16,6 +16,8 @@ _LOGGER = logging.getLogger(__name__)
 
 _LEVEL_S = 0.5
 """Seconds recorded by the deep microphone level check."""
+_HEARD_DB = 6.0
+"""A test sound counts as heard this far over the room's level (dB)."""
 
 
 def _sounddevice() -> Any:
@@ -117,7 +119,7 @@ def check_levels(input_index: int, output_index: int | None) -> CheckResult:
             f"could not record: {type(exc).__name__}: {exc}",
             "check the device is not in use by another program (`fuser -v /dev/snd/*`)",
         )
-    if tone_db - quiet_db >= 6.0:
+    if tone_db - quiet_db >= _HEARD_DB:
         detail = f"room {quiet_db:.0f} dBFS, test tone heard at {tone_db:.0f} dBFS"
         return CheckResult("microphone level", "ok", detail)
     return CheckResult(
@@ -180,7 +182,7 @@ def echo_verdict(measured: EchoMeasurement, test: EchoTest) -> CheckResult:
     from audio.hearing.echo_check import MATCH_MIN, MAX_LAG_MS
     from audio.hearing.front_end import HEALTH_MIN_DB  # under it the runtime falls back to half duplex
 
-    if measured.heard_db < 6.0:
+    if measured.heard_db < _HEARD_DB:
         return CheckResult(
             _ECHO_NAME,
             "warn",
@@ -204,8 +206,10 @@ def echo_verdict(measured: EchoMeasurement, test: EchoTest) -> CheckResult:
         return CheckResult(
             _ECHO_NAME, "warn", "too little of the test sound was heard to judge", _ECHO_FIX_LEVELS
         )
-    lag = f", heard {measured.lag_ms:.0f} ms after it is played"
-    removes = f"WebRTC's canceller removes {removal:.0f} dB of the speaker's echo{lag}"
+    removes = (
+        f"WebRTC's canceller removes {removal:.0f} dB of the speaker's echo, heard "
+        f"{measured.lag_ms:.0f} ms after it is played"
+    )
     if removal < HEALTH_MIN_DB:
         return CheckResult(
             _ECHO_NAME,
