@@ -6,18 +6,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from audio.edges.sim_room import SimRoom, SimRoomSettings
+from audio.edges.sim_room import SimRoomSettings
 from audio.hearing.echo_check import LEAD_S, MATCH_MIN, MAX_LAG_MS, RATE, echo_lag, measure_echo, probe_signal
 from audio.hearing.front_end import FrontEndOptions
 from audio.hearing.vad import frame_level_db
+from audio.tools.bench_duplex import echo_of
 from tests.audio.test_duplex_front_end import WeakCanceller
 
 
 def room_echo(far: np.ndarray, rate: int, room: SimRoomSettings, noise_db: float = -65.0) -> np.ndarray:
-    """What a microphone at 16 kHz hears of ``far`` played at ``rate`` in ``room``, with room noise."""
-    sim = SimRoom(room, rate, RATE)
-    block = rate // 10
-    echo = np.concatenate([sim.process(far[i : i + block]) for i in range(0, len(far), block)])
+    """What a microphone at 16 kHz hears of ``far`` played at ``rate`` in ``room`` while it plays
+    (the bench's ``echo_of``), with room noise."""
+    echo = echo_of(far, rate, room)[: len(far) * RATE // rate]
     noise = np.random.default_rng(1).normal(0.0, 10 ** (noise_db / 20), len(echo))
     return (echo + noise).astype(np.float32)
 
