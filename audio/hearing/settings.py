@@ -237,8 +237,9 @@ class HearingSettings:
 
     turn_long_sure: float = 0.9
     """smart_turn with "words+end": the model's probability (0..1) with which a transcript of more
-    than three words ends the turn at the short one's end probability instead of ``turn_long_end``
-    (whole sentences whose end the decoder is unsure of get 0.92-0.98; default 0.9)."""
+    than three words that ends in a sentence mark ends the turn at the short one's end probability
+    instead of ``turn_long_end`` (whole sentences whose end the decoder is unsure of get 0.92-0.98;
+    default 0.9)."""
 
     turn_model: str = ""
     """smart_turn: path of the Smart Turn v3 ONNX file; empty means the one ``python -m

@@ -14,10 +14,10 @@ end on ("… out of", "… the North which") or without a full stop. ``turn_comp
 - ``words+end`` (default): the ``words`` rule, then the decoder's own probability of a sentence
   mark right after the last word (``Transcription.end_prob``, whatever mark it then wrote) must be
   at least ``END_MIN`` beside ``p >= threshold`` (``LONG_END_MIN`` for a transcript of more than
-  ``SHORT_WORDS`` words, unless the model is ``LONG_SURE`` of it). Whisper writes a full stop after
-  many a first half ("He might even have been made amiable.") but gives it 0.3-0.6 there against
-  0.7-0.98 after a whole sentence, and that lets the model's threshold come down (0.3): the model
-  alone calls many whole read sentences unfinished. Without an end probability it is
+  ``SHORT_WORDS`` words, unless the model is ``LONG_SURE`` of it and Whisper wrote the sentence
+  mark). Whisper writes a full stop after many a first half ("He might even have been made
+  amiable.") but gives it 0.3-0.6 there against 0.7-0.98 after a whole sentence, and that lets the
+  model's threshold come down (0.3): the model alone calls many whole read sentences unfinished. Without an end probability it is
   ``words+punctuation`` with the threshold at least ``UNCHECKED_THRESHOLD``.
 
 A short transcript (``short_text``: one to three words) is a finished answer to both signals whether
@@ -114,11 +114,14 @@ sentence's end")."""
 
 LONG_SURE = 0.9
 """``words+end``: the model's probability with which a transcript of more than ``SHORT_WORDS`` words
-ends the turn at ``END_MIN`` (not ``LONG_END_MIN``; ``hearing.turn_long_sure``'s default): the
-whole sentences whose end the decoder is as unsure of ("My favourite colour is blue." misheard "My
-favorite colors blue." end 0.49-0.52, "Let's do story time." 0.59, "Maybe later after my lunch."
-0.55) get 0.92-0.98 from the model. At 0.97 more first halves stay whole ("Press star for help."
-p 0.92-0.95) and the first of those sentences waits for the fallback silence."""
+that ends in a sentence mark (``text_hint`` "final") ends the turn at ``END_MIN`` (not
+``LONG_END_MIN``; ``hearing.turn_long_sure``'s default): the whole sentences whose end the decoder
+is as unsure of ("My favourite colour is blue." misheard "My favorite colors blue." end 0.49-0.52,
+"Let's do story time." 0.59, "Maybe later after my lunch." 0.55) get 0.92-0.98 from the model. At
+0.97 more first halves stay whole ("Press star for help." p 0.92-0.95) and the first of those
+sentences waits for the fallback silence. Without the mark the decoder has not read a sentence,
+and the sure model is not enough: "She had your dark soothing" (the first half of "She had your dark
+suit in greasy wash water all year", p 0.99, end 0.47) ended the turn before 2026-12-07."""
 
 SHORT_WORDS = 3
 """A transcript of at most this many words is short (``short_text``): a finished answer ("Good
@@ -199,14 +202,14 @@ def turn_complete(
     (None: no transcript) combined as ``check`` (``hearing.turn_text_check``) says; ``words+end``
     also weighs ``end_prob`` (the decoder's probability of a sentence mark after the last word):
     at least ``end_min``, or ``long_end_min`` for more than ``SHORT_WORDS`` words unless the model
-    says at least ``long_sure``."""
+    says at least ``long_sure`` of words that end in a sentence mark."""
     hint = text_hint(text) if text is not None and check != "off" else None
     if hint == "unfinished":
         return False
     if check == "words+end":
         if hint is not None and end_prob is not None:
             sure = min(sure, short_sure(text))
-            if not short_text(text) and probability < max(threshold, long_sure):
+            if not short_text(text) and (hint != "final" or probability < max(threshold, long_sure)):
                 end_min = max(end_min, long_end_min)
             return (probability >= threshold and end_prob >= end_min) or probability >= max(threshold, sure)
         threshold = max(threshold, UNCHECKED_THRESHOLD)  # no decode in time, or an engine without it

@@ -154,6 +154,16 @@ def test_a_longer_sentence_needs_a_surer_end_unless_the_model_is_sure() -> None:
     assert not turn_complete(LONG_SURE - 0.01, "My favorite colors blue.", 0.3, "words+end", end_prob=0.52)
     assert turn_complete(0.98, "Maybe later after my lunch.", 0.3, "words+end", end_prob=0.55)
     assert not turn_complete(0.98, "Maybe later after my lunch.", 0.3, "words+end", end_prob=END_MIN - 0.01)
+    # The sure model is enough only where Whisper wrote the sentence mark: without it the decoder
+    # has not read a sentence ("She had your dark soothing", the first half of "She had your dark
+    # suit in greasy wash water all year", split a live bench's hesitation at p 0.99, end 0.47).
+    assert not turn_complete(0.99, "She had your dark soothing", 0.3, "words+end", end_prob=0.47)
+    assert not turn_complete(0.99, "She had your dark soothing...", 0.3, "words+end", end_prob=0.47)
+    assert turn_complete(0.99, "She had your dark soothing.", 0.3, "words+end", end_prob=0.47)
+    assert turn_complete(0.99, "She had your dark soothing", 0.3, "words+end", end_prob=LONG_END_MIN)
+    assert turn_complete(
+        0.99, "She had your dark soothing", 0.3, "words+end", end_prob=0.47, long_end_min=0.0
+    )  # turn_long_end = 0: the rule before
     # A sure end probability ends a longer sentence at the threshold, as before.
     assert turn_complete(0.3, "Your call is now first in line.", 0.3, "words+end", end_prob=LONG_END_MIN)
     assert not turn_complete(
