@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from audio.tools.proportions import interval_pct, wilson_interval
+from audio.tools.proportions import grouped_interval_pct, interval_pct, wilson_interval
 
 
 def test_the_wilson_interval_matches_known_values() -> None:
@@ -26,6 +26,21 @@ def test_no_trials_say_nothing_and_impossible_counts_are_refused() -> None:
     with pytest.raises(ValueError):
         wilson_interval(5, 4)
     assert interval_pct(38, 40) == "83.5-98.6"
+
+
+def test_trials_in_groups_that_move_together_count_as_their_groups() -> None:
+    """The bench's hesitations: 20 sentences, each cut at 0.6, 0.9 and 1.2 s."""
+    # Every sentence's three pauses agree: 15 whole sentences of 20 is the whole story.
+    assert grouped_interval_pct(45, 60, 20) == interval_pct(15, 20)
+    # The stop's run (46 of 60): wider than the 60 clips' own interval, around the same share.
+    grouped = [float(x) for x in grouped_interval_pct(46, 60, 20).split("-")]
+    clips = [float(x) for x in interval_pct(46, 60).split("-")]
+    assert grouped[0] < clips[0] < 100 * 46 / 60 < clips[1] < grouped[1]
+    assert grouped_interval_pct(46, 60, 60) == interval_pct(46, 60)  # one clip per group
+    assert grouped_interval_pct(46, 60, 90) == interval_pct(46, 60)  # never narrower than the clips'
+    assert grouped_interval_pct(0, 0, 0) == "0.0-100.0"
+    with pytest.raises(ValueError):
+        grouped_interval_pct(61, 60, 20)
 
 
 def test_the_barge_in_table_prints_the_interval_of_its_share(capsys: pytest.CaptureFixture[str]) -> None:

@@ -304,6 +304,25 @@ def test_the_bench_counts_a_complete_turn_of_two_sentences_that_came_in_two_as_c
     )  # one hesitation says little
 
 
+def test_the_bench_counts_a_sentences_pauses_as_one_in_its_interval() -> None:
+    """Two sentences, each at three pauses, one kept whole at all of them: the interval is one of
+    two sentences', not three of six clips'."""
+    import numpy as np
+
+    from audio.tools.bench_turns import Clip, Outcome, summary
+    from audio.tools.proportions import interval_pct
+
+    audio = np.zeros(160, np.float32)
+    outcomes = [
+        Outcome(Clip(f"{name}+{p:.1f}s", "Can we do the fitness one?", audio, "hesitation", p), n, ["x"] * n)
+        for name, n in [("a.wav", 1), ("b.wav", 2)]
+        for p in (0.6, 0.9, 1.2)
+    ]
+    row = summary("smart_turn", outcomes, [0.6, 0.9, 1.2])
+    assert row["whole<=1.2s"] == "50%"
+    assert row["whole 95 % interval"] == interval_pct(1, 2) != interval_pct(3, 6)
+
+
 def test_the_bench_pools_its_rounds_and_alternates_their_order() -> None:
     import numpy as np
 
