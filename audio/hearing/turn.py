@@ -17,8 +17,9 @@ end on ("… out of", "… the North which") or without a full stop. ``turn_comp
   ``SHORT_WORDS`` words, unless the model is ``LONG_SURE`` of it and Whisper wrote the sentence
   mark). Whisper writes a full stop after many a first half ("He might even have been made
   amiable.") but gives it 0.3-0.6 there against 0.7-0.98 after a whole sentence, and that lets the
-  model's threshold come down (0.3): the model alone calls many whole read sentences unfinished. Without an end probability it is
-  ``words+punctuation`` with the threshold at least ``UNCHECKED_THRESHOLD``.
+  model's threshold come down (0.3): the model alone calls many whole read sentences unfinished.
+  Without an end probability it is ``words+punctuation`` with the threshold at least
+  ``UNCHECKED_THRESHOLD``.
 
 A short transcript (``short_text``: one to three words) is a finished answer to both signals whether
 the user said it alone or before a comma ("No, the fitness one."): the model's ``ONE_WORD_SURE``
