@@ -34,7 +34,7 @@ from audio.hearing.front_end import (
     FrontEnd,
     FrontEndOptions,
 )
-from audio.hearing.vad import frame_level_db
+from audio.hearing.vad import frame_levels_db
 
 TEST_S = 6.0
 """Length of the test sound (s)."""
@@ -136,8 +136,7 @@ class EchoMeasurement:
 
 def _active(far16: FloatArray, lag: int) -> np.ndarray:
     """Per 10 ms microphone frame: whether the test sounded in it (the far end, ``lag`` samples earlier)."""
-    frames = len(far16) // FRAME
-    levels = np.array([frame_level_db(far16[i * FRAME : (i + 1) * FRAME]) for i in range(frames)])
+    levels = frame_levels_db(far16, FRAME)
     shift = lag // FRAME
     return np.concatenate([np.zeros(shift, bool), levels > FAR_ACTIVE_DB])
 
@@ -153,16 +152,13 @@ def measure_echo(
     lag = round(lag_ms * RATE / 1000)
     active = _active(far16, lag)
     frames = min(len(active), len(mic16) // FRAME)
-    mic_db = np.array([frame_level_db(mic16[i * FRAME : (i + 1) * FRAME]) for i in range(frames)])
+    mic_db = frame_levels_db(mic16, FRAME)[:frames]
     room = int(ROOM_S * 100)
     heard_db = float(np.percentile(mic_db[room:], 90) - np.median(mic_db[:room])) if frames > room else 0.0
     options = FrontEndOptions(echo_delay_ms=round(lag_ms))
     cleaned, _ = cancel(far16, RATE, mic16, options, canceller or EchoCanceller(options))
     settle = int(SETTLE_S * 100)
-    removed = [
-        mic_db[i] - frame_level_db(cleaned[i * FRAME : (i + 1) * FRAME])
-        for i in range(settle, frames)
-        if active[i] and mic_db[i] > HEARD_DB
-    ]
+    clean_db = frame_levels_db(cleaned, FRAME)[:frames]
+    removed = [mic_db[i] - clean_db[i] for i in range(settle, frames) if active[i] and mic_db[i] > HEARD_DB]
     removal = float(np.median(removed)) if len(removed) >= 100 else None
     return EchoMeasurement(lag_ms, correlation, heard_db, removal)

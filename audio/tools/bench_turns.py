@@ -40,7 +40,7 @@ from audio.hearing.engine import Transcriber
 from audio.hearing.listener import Listener, TurnAsk
 from audio.hearing.settings import HearingSettings
 from audio.hearing.turn_model import TurnModel
-from audio.hearing.vad import frame_level_db
+from audio.hearing.vad import frame_levels_db
 from audio.hearing.wer import reference_words, word_errors
 from audio.tools.proportions import grouped_interval_pct
 
@@ -103,8 +103,7 @@ class Outcome:
 
 
 def _speech_mask(audio: FloatArray) -> np.ndarray:
-    n = len(audio) // FRAME
-    levels = np.array([frame_level_db(audio[i * FRAME : (i + 1) * FRAME]) for i in range(n)])
+    levels = frame_levels_db(audio, FRAME)
     return np.asarray(levels > max(-50.0, float(levels.max()) - 30.0))
 
 
@@ -127,7 +126,7 @@ def hesitation(audio: FloatArray, pause_s: float) -> FloatArray | None:
     if best[1] >= 0:
         start, end = best[1] * FRAME, (best[1] + best[0]) * FRAME
     else:
-        levels = [frame_level_db(audio[i * FRAME : (i + 1) * FRAME]) for i in range(lo, hi + 1)]
+        levels = frame_levels_db(audio, FRAME)[lo : hi + 1]
         start = end = (lo + int(np.argmin(levels))) * FRAME + FRAME // 2
     gap = np.zeros(int(pause_s * RATE), np.float32)
     return np.concatenate([audio[:start], gap, audio[end:]]).astype(np.float32)

@@ -19,6 +19,8 @@ from audio.hearing.vad import (
     UtteranceComplete,
     UtterancePart,
     UtteranceRejected,
+    frame_level_db,
+    frame_levels_db,
 )
 
 FRAME = 480  # 30 ms at 16 kHz
@@ -503,3 +505,18 @@ def test_the_turn_floor_is_the_hold_at_least_the_pause(pause: int, hold: int, fl
     """``turn_floor_ms``: the least silence that ends a turn (the endpointer's hold, the floor
     ``bench stt --stages`` prints)."""
     assert replace(HearingSettings(), turn_pause_ms=pause, turn_hold_ms=hold).turn_floor_ms == floor
+
+
+def test_frame_levels_are_each_frames_level_in_one_pass() -> None:
+    """``frame_levels_db`` (offline analysis) gives ``frame_level_db`` of every whole frame: loud,
+    quiet and silent frames (the -120 dB floor), a partial last frame left out."""
+    rng = np.random.default_rng(0)
+    gains = np.repeat(10 ** rng.uniform(-7.0, 0.0, 40), 160)
+    x = (rng.standard_normal(len(gains)) * gains).astype(np.float32)
+    x[:480] = 0.0
+    x = np.concatenate([x, np.ones(100, np.float32)])
+    levels = frame_levels_db(x, 160)
+    assert len(levels) == 40 and levels[0] == -120.0
+    expected = [frame_level_db(x[i * 160 : (i + 1) * 160]) for i in range(40)]
+    assert np.allclose(levels, expected, atol=1e-9)
+    assert levels.min() < -100.0 < -20.0 < levels.max()
