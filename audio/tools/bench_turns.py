@@ -102,8 +102,8 @@ class Outcome:
         return self.utterances == 1 and len(self.transcripts) == 1
 
 
-def _speech_mask(audio: FloatArray) -> np.ndarray:
-    levels = frame_levels_db(audio, FRAME)
+def _speech_mask(levels: np.ndarray) -> np.ndarray:
+    """The frames of speech among ``levels`` (dB): within 30 dB of the loudest, and over -50."""
     return np.asarray(levels > max(-50.0, float(levels.max()) - 30.0))
 
 
@@ -111,7 +111,8 @@ def hesitation(audio: FloatArray, pause_s: float) -> FloatArray | None:
     """``audio`` cut at the longest pause between words in the middle of the speech (35-80 % of it;
     the quietest frame there if no pause), the pause replaced by ``pause_s`` of silence; None when
     the clip has too little speech to cut."""
-    mask = _speech_mask(audio)
+    levels = frame_levels_db(audio, FRAME)
+    mask = _speech_mask(levels)
     idx = np.flatnonzero(mask)
     if len(idx) < 20:
         return None
@@ -126,8 +127,7 @@ def hesitation(audio: FloatArray, pause_s: float) -> FloatArray | None:
     if best[1] >= 0:
         start, end = best[1] * FRAME, (best[1] + best[0]) * FRAME
     else:
-        levels = frame_levels_db(audio, FRAME)[lo : hi + 1]
-        start = end = (lo + int(np.argmin(levels))) * FRAME + FRAME // 2
+        start = end = (lo + int(np.argmin(levels[lo : hi + 1]))) * FRAME + FRAME // 2
     gap = np.zeros(int(pause_s * RATE), np.float32)
     return np.concatenate([audio[:start], gap, audio[end:]]).astype(np.float32)
 
