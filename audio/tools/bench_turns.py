@@ -64,7 +64,27 @@ PIPER_SENTENCES = (
 """Piper's sentences; the last four pause at a comma (150-240 ms of non-speech to the runtime's VAD):
 one transcript each is right, the first word alone is a turn cut short."""
 
-ClipKind = Literal["complete", "hesitation"]
+PROMPT_FRAGMENTS: dict[str, str] = {
+    "asterisk_en/conf-enteringno.wav": "You are entering conference number (the number follows)",
+    "asterisk_en/conf-otherinparty.wav": "(a count, then) other participants in the conference",
+    "asterisk_en/queue-holdtime.wav": "The estimated hold time is currently (the minutes follow)",
+    "asterisk_en/queue-thereare.wav": "You are currently caller number (the place follows)",
+    "asterisk_en/spy-misdn.wav": "M I S D N (a name spelt out)",
+    "asterisk_en/vm-num-i-have.wav": "the number i have is (the number follows)",
+    "asterisk_en/vm-savemessage.wav": "(… press seven to delete) or nine to save this message",
+}
+"""Real clips that ``real_clips``' rule takes for sentences (five words or more, no punctuation) and
+are telephone prompt fragments, made to be said before a number or after another prompt: not a
+complete turn (the device is right to wait for the fallback on them) and no sentence to cut.
+``build_clips`` makes them ``fragment`` clips, run beside the complete turns and reported apart.
+Found by reading every such Asterisk text (51, 2026-12-07); the other sources' such texts are whole
+sentences."""
+SEVERAL_SENTENCES: frozenset[str] = frozenset({"asterisk_en/vm-review.wav"})
+"""Real clips of more than one sentence without punctuation ("press one to accept this recording
+press two to listen to it press three to rerecord your message"): complete turns, but not cut for a
+hesitation (their longest pause is between two sentences, where a turn may end)."""
+
+ClipKind = Literal["complete", "hesitation", "fragment"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,15 +200,26 @@ def piper_clips() -> list[Clip]:
     ]
 
 
+def _cuttable(name: str, text: str) -> bool:
+    """Whether a real clip is one sentence of at least five words, to cut for a hesitation."""
+    one_sentence = not any(m in text[:-1] for m in [".", "?", "!"])
+    whole = name not in PROMPT_FRAGMENTS and name not in SEVERAL_SENTENCES
+    return len(text.split()) >= 5 and one_sentence and whole
+
+
 def build_clips(
     directory: Path, limit: int, hesitations: int, pauses: list[float], piper: bool
 ) -> list[Clip]:
-    """Complete turns (real + Piper) and hesitations (real, each pause length)."""
+    """Complete turns (real + Piper), prompt fragments (real, ``PROMPT_FRAGMENTS``) and hesitations
+    (real, each pause length)."""
     real = real_clips(directory, limit)
-    clips = [Clip(name, text, audio, "complete") for name, text, audio in real]
+    clips = [
+        Clip(name, text, audio, "fragment" if name in PROMPT_FRAGMENTS else "complete")
+        for name, text, audio in real
+    ]
     if piper:
         clips += piper_clips()
-    long = [r for r in real if len(r[1].split()) >= 5 and not any(m in r[1][:-1] for m in [".", "?", "!"])]
+    long = [r for r in real if _cuttable(r[0], r[1])]
     long = long[:: max(1, len(long) // max(1, hesitations))][:hesitations]
     for name, text, audio in long:
         for p in pauses:
@@ -285,6 +316,7 @@ def complete_latencies_ms(outcomes: list[Outcome]) -> list[float]:
 def summary(name: str, outcomes: list[Outcome], pauses: list[float]) -> dict[str, str]:
     """One table row: the figures of one configuration."""
     complete = [o for o in outcomes if o.clip.kind == "complete"]
+    fragments = [o for o in outcomes if o.clip.kind == "fragment"]
     lat = complete_latencies_ms(complete)
     decided = [o.decided_s * 1000 for o in complete if o.decided_s is not None]
     fallback = sum(o.end == "silence" for o in complete)
@@ -298,6 +330,9 @@ def summary(name: str, outcomes: list[Outcome], pauses: list[float]) -> dict[str
         "end median": f"{_pct(decided, 50):.0f}",
         "end p90": f"{_pct(decided, 90):.0f}",
         "fallback": f"{fallback}/{len(complete)}" if name != "silence" else "-",
+        "fragments waited": f"{sum(o.end == 'silence' for o in fragments)}/{len(fragments)}"
+        if name != "silence"
+        else "-",
         "turns cut": f"{cut}/{len(complete)}",
         "WER": f"{100 * _wer(complete):.1f}%",
     }
@@ -342,8 +377,17 @@ def print_details(name: str, outcomes: list[Outcome]) -> None:
         split = o.clip.kind == "hesitation" and not o.whole
         waited = o.clip.kind == "complete" and o.end == "silence"
         cut = o.clip.kind == "complete" and not o.whole
-        if split or waited or cut:
-            what = "split" if split else "turn cut" if cut else "fallback"
+        fragment = o.clip.kind == "fragment"
+        if split or waited or cut or fragment:
+            what = (
+                "split"
+                if split
+                else "turn cut"
+                if cut
+                else "fallback"
+                if waited
+                else f"fragment, end={o.end}"
+            )
             print(f"  {name} {what}: {o.clip.name}: {o.transcripts} {'; '.join(o.ask_log)}")
 
 
@@ -560,8 +604,10 @@ def bench(
 
     clips = build_clips(directory, limit, hesitations, pauses, piper)
     n_complete = sum(c.kind == "complete" for c in clips)
+    n_fragments = sum(c.kind == "fragment" for c in clips)
     print(
-        f"{n_complete} complete turns, {len(clips) - n_complete} hesitations, {len(configs)} configurations,"
+        f"{n_complete} complete turns, {n_fragments} prompt fragments,"
+        f" {len(clips) - n_complete - n_fragments} hesitations, {len(configs)} configurations,"
         f" {rounds} round{'s' if rounds != 1 else ''}"
     )
     transcriber = make_transcriber(base)  # the runtime's: Whisper behind the speech gate
@@ -581,6 +627,10 @@ def bench(
     print("median/p90: last speech frame → transcript; end median/p90: last speech frame → speech_ended")
     print("WER: the complete turns' transcripts against what was said")
     print("turns cut: complete turns that came as more than one transcript (between two sentences)")
+    print(
+        "fragments waited: telephone prompt fragments the set takes for sentences (PROMPT_FRAGMENTS),"
+        " not complete turns: left out of the figures above; waiting for the fallback is right for them"
+    )
     print(
         "whole 95 % interval: over the sentences, not the clips (a sentence's pauses mostly split together)"
     )

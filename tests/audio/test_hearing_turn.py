@@ -304,6 +304,58 @@ def test_the_bench_counts_a_complete_turn_of_two_sentences_that_came_in_two_as_c
     )  # one hesitation says little
 
 
+def test_the_bench_reports_prompt_fragments_apart_and_cuts_no_hesitation_from_them(tmp_path: Path) -> None:
+    """A telephone prompt fragment the set takes for a sentence ("The estimated hold time is
+    currently") runs as a ``fragment``: its wait for the fallback is no complete turn's; neither it
+    nor a line of several sentences is cut for a hesitation, a one-sentence line is."""
+    import numpy as np
+
+    from audio.edges.wav import write_wav
+    from audio.tools.bench_turns import (
+        PROMPT_FRAGMENTS,
+        SEVERAL_SENTENCES,
+        Clip,
+        Outcome,
+        build_clips,
+        summary,
+    )
+
+    rate, rng = 16000, np.random.default_rng(3)
+    words = [rng.normal(0, 0.1, int(0.25 * rate)).astype(np.float32) for _ in range(8)]
+    gap = np.zeros(int(0.1 * rate), np.float32)
+    speech = np.concatenate([np.concatenate([w, gap]) for w in words])  # 2.8 s: eight "words"
+    fragment, several = "asterisk_en/queue-holdtime.wav", next(iter(SEVERAL_SENTENCES))
+    rows = [
+        (fragment, "The estimated hold time is currently"),
+        (several, "press one to accept this recording press two to listen to it"),
+        (
+            "asterisk_en/pls-hold-while-try.wav",
+            "please hold while I try to locate the person you are calling",
+        ),
+    ]
+    lines = ["relpath\ttranscript\tkind"]
+    for relpath, text in rows:
+        (tmp_path / relpath).parent.mkdir(parents=True, exist_ok=True)
+        write_wav(tmp_path / relpath, speech, rate)
+        lines.append(f"{relpath}\t{text}\tspeech")
+    (tmp_path / "manifest.tsv").write_text("\n".join(lines) + "\n")
+
+    clips = build_clips(tmp_path, 10, 10, [0.6], piper=False)
+    kinds = {c.name: c.kind for c in clips}
+    assert fragment in PROMPT_FRAGMENTS and kinds[fragment] == "fragment"
+    assert kinds[several] == kinds[rows[2][0]] == "complete"
+    assert [c.name for c in clips if c.kind == "hesitation"] == [f"{rows[2][0]}+0.6s"]
+
+    audio = np.zeros(160, np.float32)
+    waited = Outcome(Clip(fragment, rows[0][1], audio, "fragment"), 1, [rows[0][1]], 1.8, 1.5, "silence")
+    on_time = Outcome(
+        Clip(several, rows[1][1], audio, "complete"), 1, [rows[1][1]], 0.3, 0.25, "turn_complete"
+    )
+    row = summary("smart_turn", [waited, on_time], [0.6])
+    assert row["turns"] == "1" and row["fallback"] == "0/1" and row["median ms"] == "300"
+    assert row["fragments waited"] == "1/1"
+
+
 def test_the_bench_counts_a_sentences_pauses_as_one_in_its_interval() -> None:
     """Two sentences, each at three pauses, one kept whole at all of them: the interval is one of
     two sentences', not three of six clips'."""
