@@ -295,8 +295,8 @@ def replay_clip(rule: Rule, clip: dict[str, Any], frame_ms: int) -> ClipResult:
             if clip["kind"] == "hesitation":
                 return ClipResult("hesitation", clip["utterances"] == 1, False, None)
             if hit is None:
-                return ClipResult("complete", clip["utterances"] == 1, True, None)
-            return ClipResult("complete", clip["utterances"] == 1, False, hit[1])
+                return ClipResult(clip["kind"], clip["utterances"] == 1, True, None)
+            return ClipResult(clip["kind"], clip["utterances"] == 1, False, hit[1])
         if hit is not None:
             return ClipResult(clip["kind"], False, False, None)
     return ClipResult(clip["kind"], False, clip["kind"] == "complete", None)

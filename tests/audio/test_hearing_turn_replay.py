@@ -135,9 +135,11 @@ def test_score_counts_turns_and_hesitations_up_to_the_limit() -> None:
         _clip("complete", [OPEN_END]),
         _clip("hesitation", [HALF, WHOLE], pause_s=0.9),
         _clip("hesitation", [HALF, WHOLE], pause_s=1.5),
+        _clip("fragment", [OPEN_END]),  # a prompt fragment waits for the fallback, and is no turn
     ]
     row = score(WORDS_END, clips, FRAME_MS)
     assert (row["turns"], row["fallback"], row["split"], row["hes"], row["whole"]) == (2, 1, 0, 1, 1)
+    assert replay_clip(WORDS_END, clips[-1], FRAME_MS).kind == "fragment"
 
 
 def test_extraction_caches_every_pause_of_a_real_sentence(hearing_transcriber: WhisperTranscriber) -> None:
