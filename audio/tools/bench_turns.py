@@ -374,21 +374,21 @@ def print_details(name: str, outcomes: list[Outcome]) -> None:
                 f" over {len(lat)}; fallback {waited}/{len(turns)}, cut {cut}/{len(turns)}"
             )
     for o in outcomes:
-        split = o.clip.kind == "hesitation" and not o.whole
-        waited = o.clip.kind == "complete" and o.end == "silence"
-        cut = o.clip.kind == "complete" and not o.whole
-        fragment = o.clip.kind == "fragment"
-        if split or waited or cut or fragment:
-            what = (
-                "split"
-                if split
-                else "turn cut"
-                if cut
-                else "fallback"
-                if waited
-                else f"fragment, end={o.end}"
-            )
+        what = _what_to_look_at(o)
+        if what is not None:
             print(f"  {name} {what}: {o.clip.name}: {o.transcripts} {'; '.join(o.ask_log)}")
+
+
+def _what_to_look_at(o: Outcome) -> str | None:
+    """A split hesitation, a complete turn cut in two or left to the fallback, every prompt
+    fragment (with how it ended); None for the rest."""
+    if o.clip.kind == "hesitation":
+        return None if o.whole else "split"
+    if o.clip.kind == "fragment":
+        return f"fragment, end={o.end}"
+    if not o.whole:
+        return "turn cut"
+    return "fallback" if o.end == "silence" else None
 
 
 BLAS_POOL_SUFFIX = "@blas-pool"

@@ -316,6 +316,7 @@ def test_the_bench_reports_prompt_fragments_apart_and_cuts_no_hesitation_from_th
         SEVERAL_SENTENCES,
         Clip,
         Outcome,
+        _what_to_look_at,
         build_clips,
         summary,
     )
@@ -354,6 +355,7 @@ def test_the_bench_reports_prompt_fragments_apart_and_cuts_no_hesitation_from_th
     row = summary("smart_turn", [waited, on_time], [0.6])
     assert row["turns"] == "1" and row["fallback"] == "0/1" and row["median ms"] == "300"
     assert row["fragments waited"] == "1/1"
+    assert _what_to_look_at(waited) == "fragment, end=silence" and _what_to_look_at(on_time) is None
 
 
 def test_the_bench_counts_a_sentences_pauses_as_one_in_its_interval() -> None:
