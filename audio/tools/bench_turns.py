@@ -9,6 +9,8 @@ Whisper) → events, once per detector configuration, side by side in one run:
   the fallback silence (``end: silence``);
 - hesitations: real sentences cut at a pause between two words, the pause stretched to each of
   ``--pauses`` seconds: the share kept whole (one utterance, one transcript);
+- prompt fragments the set takes for sentences (``PROMPT_FRAGMENTS``): run like complete turns,
+  counted apart (how many waited for the fallback, which is right for them);
 - the end-of-turn model's CPU time per utterance (features + inference, thread CPU), and the
   process's (every thread) per utterance.
 
