@@ -79,8 +79,9 @@ PROMPT_FRAGMENTS: dict[str, str] = {
 are telephone prompt fragments, made to be said before a number or after another prompt: not a
 complete turn (the device is right to wait for the fallback on them) and no sentence to cut.
 ``build_clips`` makes them ``fragment`` clips, run beside the complete turns and reported apart.
-Found by reading every such Asterisk text (51, 2026-12-07); the other sources' such texts are whole
-sentences."""
+Found by reading every such Asterisk text (51, 2026-12-07). The other sources' such texts are lines
+people read as they are: a test recording's sentence, a book's clause between two pauses of the
+reader (two LibriVox lines begin with "and" / "unless"), ended as a turn ends; kept."""
 SEVERAL_SENTENCES: frozenset[str] = frozenset({"asterisk_en/vm-review.wav"})
 """Real clips of more than one sentence without punctuation ("press one to accept this recording
 press two to listen to it press three to rerecord your message"): complete turns, but not cut for a
