@@ -44,8 +44,8 @@ docs: bootstrap
 UV ?= uv
 LOCK_ARGS ?=
 lock:
-	$(UV) pip compile pyproject.toml --extra dev --universal --python-version 3.11 --generate-hashes -q $(LOCK_ARGS) -o requirements/lock.txt
-	$(UV) pip compile pyproject.toml --extra pi --universal --python-version 3.11 --generate-hashes -q $(LOCK_ARGS) -o requirements/lock-pi.txt
+	$(UV) pip compile pyproject.toml --extra dev --universal --python-version 3.11 --generate-hashes -q -c requirements/lock-constraints.txt $(LOCK_ARGS) -o requirements/lock.txt
+	$(UV) pip compile pyproject.toml --extra pi --universal --python-version 3.11 --generate-hashes -q -c requirements/lock-constraints.txt $(LOCK_ARGS) -o requirements/lock-pi.txt
 
 install:
 	sudo scripts/install-pi.sh

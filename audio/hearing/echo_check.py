@@ -30,6 +30,7 @@ from audio.hearing.front_end import (
     FRAME,
     HEARD_DB,
     RATE,
+    Canceller,
     EchoCanceller,
     FrontEnd,
     FrontEndOptions,
@@ -81,11 +82,12 @@ def cancel(
     far_rate: int,
     mic: FloatArray,
     options: FrontEndOptions,
-    canceller: EchoCanceller | None = None,
+    canceller: Canceller | None = None,
 ) -> tuple[FloatArray, FrontEnd]:
     """Run the front end (with ``canceller``: WebRTC's by default) as at run time: reference blocks
     (10 ms) with play times from t = 0, rendered 30 ms ahead; microphone blocks (30 ms) with capture
-    times from t = 0. Output aligned with ``mic``."""
+    times from t = 0. Output aligned with ``mic`` (the canceller's ``delay_samples`` taken out: at
+    run time everything downstream hears that much later)."""
     front = FrontEnd(options, canceller)
     ref_block, mic_block = far_rate // 100, RATE * 30 // 1000
     far = np.concatenate(
@@ -102,7 +104,7 @@ def cancel(
             )
             pushed += 1
         out.append(front.process(mic[start : start + mic_block], t))
-    cleaned = np.concatenate(out)
+    cleaned = np.concatenate(out)[front.delay_samples :]
     return np.pad(cleaned, (0, len(mic) - len(cleaned))), front
 
 
@@ -142,7 +144,7 @@ def _active(far16: FloatArray, lag: int) -> np.ndarray:
 
 
 def measure_echo(
-    far: FloatArray, far_rate: int, mic: FloatArray, mic_rate: int, canceller: EchoCanceller | None = None
+    far: FloatArray, far_rate: int, mic: FloatArray, mic_rate: int, canceller: Canceller | None = None
 ) -> EchoMeasurement:
     """Read one test: ``far`` (``probe_signal``) played from the start of ``mic``, recorded at the
     same time; ``canceller``: WebRTC's (None) or another ``EchoCanceller``."""

@@ -5,6 +5,11 @@ Apache-2.0) works on 10 ms frames at 16 kHz: ``process_reverse_stream`` takes th
 speaker plays), ``set_stream_delay_ms`` how much later its echo reaches the microphone, and
 ``process_stream`` cleans the microphone frame in place.
 
+``FrontEnd`` runs any ``Canceller``: WebRTC's (``EchoCanceller``, here) or DTLN-aec's
+(``audio.hearing.dtln_aec``, built by ``audio.hearing.cancellers``), whose output comes
+``delay_samples`` late: the raw microphone and the far end it hands on (``last_mic``, ``last_far``)
+are delayed to match, so whatever compares them with the cleaned audio compares like with like.
+
 A ``ResidualGate`` (the ``EchoGuard`` of ``audio.hearing.echo_tail`` applied to the audio) can
 follow: while the speaker plays it attenuates blocks that do not stand above the canceller's expected
 residue, so a VAD downstream hears the user but not what is left of the robot's own voice, even
@@ -101,8 +106,29 @@ def _to_pcm(frame: FloatArray) -> bytes:
     return (np.clip(frame, -1.0, 1.0) * 32767.0).astype("<i2").tobytes()
 
 
+class Canceller(Protocol):
+    """What ``FrontEnd`` runs: WebRTC's ``EchoCanceller`` or DTLN-aec's
+    (``audio.hearing.dtln_aec.DtlnCanceller``)."""
+
+    delay_samples: int
+    """How late the cleaned frames come out (samples; ``FrontEnd`` delays the raw microphone and
+    the far end it exposes by as much, so the gate and the health check compare like with like)."""
+    converge_frames: int
+    """10 ms frames of the speaker playing before the canceller is trusted."""
+    reconverge_frames: int
+    """The same after a timing jump."""
+
+    def process(self, mic: FloatArray, far: FloatArray) -> FloatArray:
+        """Clean one 10 ms microphone frame whose echo comes from ``far`` (both 160 samples)."""
+        ...
+
+
 class EchoCanceller:
     """One livekit APM instance: a far-end frame and a microphone frame in, the cleaned frame out."""
+
+    delay_samples = 0
+    converge_frames = CONVERGE_FRAMES
+    reconverge_frames = RECONVERGE_FRAMES
 
     def __init__(self, options: FrontEndOptions) -> None:
         try:
@@ -131,6 +157,24 @@ class EchoCanceller:
         return np.frombuffer(near.data, dtype="<i2").astype(np.float32) / 32767.0
 
 
+class _Delay:
+    """The raw microphone and the far end, ``n`` samples late (zeros first): aligned with a
+    canceller's output that comes out that late."""
+
+    def __init__(self, n: int) -> None:
+        self._mic = np.zeros(n, np.float32)
+        self._far = np.zeros(n, np.float32)
+
+    def pass_on(self, mic: FloatArray, far: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """``mic`` and ``far`` in; as many samples of each out, from ``n`` earlier."""
+        if len(self._mic) == 0:
+            return mic, far
+        n = len(mic)
+        mic_all, far_all = np.concatenate([self._mic, mic]), np.concatenate([self._far, far])
+        self._mic, self._far = mic_all[n:], far_all[n:]
+        return mic_all[:n], far_all[:n]
+
+
 @dataclass
 class FrontEndStats:
     """What the front end did (for the status, doctor and the benchmark)."""
@@ -154,11 +198,15 @@ class FrontEnd:
     Output lags input by less than one 10 ms frame (a partial frame waits for the next block).
     """
 
-    def __init__(self, options: FrontEndOptions, canceller: EchoCanceller | None = None) -> None:
+    def __init__(self, options: FrontEndOptions, canceller: Canceller | None = None) -> None:
         import soxr
 
         self.options = options
-        self._canceller = canceller or EchoCanceller(options)
+        self._canceller: Canceller = canceller or EchoCanceller(options)
+        self.delay_samples = self._canceller.delay_samples
+        """How late the cleaned audio comes out of ``process`` (the canceller's, samples)."""
+        self._late = _Delay(self.delay_samples)
+        """The raw microphone and the far end, delayed as the cleaned audio is."""
         self.reference = ReferenceQueue()
         """Add this to the sink as its reference tap (``StreamSink.add_reference_tap``)."""
         self._soxr_mod = soxr
@@ -171,7 +219,7 @@ class FrontEnd:
         self._capture_clock = SampleClock(RATE)
         """The microphone's capture times, smoothed: its samples are contiguous, its reported times jitter."""
         self.stats = FrontEndStats()
-        self._since_jump = RECONVERGE_FRAMES
+        self._since_jump = self._canceller.reconverge_frames
         """Frames of the speaker playing since the last timing jump."""
         self.last_far = np.zeros(0, dtype=np.float32)
         """The reference frames fed for the latest ``process`` call (the residual-echo check)."""
@@ -232,6 +280,7 @@ class FrontEnd:
             out[i : i + FRAME] = self._canceller.process(mic[i : i + FRAME], far[i : i + FRAME])
         self.stats.cpu_s += time.thread_time() - t0
         self.stats.frames += whole // FRAME
+        mic, far = self._late.pass_on(mic, far)
         for i in range(0, whole, FRAME):
             if float(np.mean(np.square(far[i : i + FRAME]))) > 10 ** (FAR_ACTIVE_DB / 10):
                 self.stats.far_active_frames += 1
@@ -287,16 +336,21 @@ class FrontEnd:
         self._reconverge(f"{what} jumped by {1000 * by_s:+.0f} ms")
 
     def _reconverge(self, why: str) -> None:
-        """The canceller is not trusted until it has heard ``RECONVERGE_FRAMES`` of the speaker."""
+        """The canceller is not trusted until it has heard its ``reconverge_frames`` of the speaker."""
         self._since_jump = 0
         self._health.clear()
         _LOGGER.info("echo cancellation: %s; re-converging", why)
 
     @property
     def converged(self) -> bool:
-        """Whether the canceller has heard the speaker long enough to be trusted: ``CONVERGE_FRAMES``
-        in all, and ``RECONVERGE_FRAMES`` since the last timing jump."""
-        return self.stats.far_active_frames >= CONVERGE_FRAMES and self._since_jump >= RECONVERGE_FRAMES
+        """Whether the canceller has heard the speaker long enough to be trusted: its
+        ``converge_frames`` in all (WebRTC's: ``CONVERGE_FRAMES``), and its ``reconverge_frames``
+        since the last timing jump (``RECONVERGE_FRAMES``)."""
+        canceller = self._canceller
+        return (
+            self.stats.far_active_frames >= canceller.converge_frames
+            and self._since_jump >= canceller.reconverge_frames
+        )
 
     @property
     def removal_db(self) -> float | None:
@@ -345,12 +399,15 @@ class ResidualGate:
     ``depth_db`` (below every VAD gate), so the VAD downstream only hears blocks that stand above
     the canceller's expected residue -- the user. Pure and clock-free."""
 
-    def __init__(self, depth_db: float = 40.0, frame_ms: int = 30, echo_delay_ms: int = 0) -> None:
+    def __init__(
+        self, depth_db: float = 40.0, frame_ms: int = 30, echo_delay_ms: int = 0, margin_db: float = 6.0
+    ) -> None:
         from audio.hearing.echo_tail import EchoGuard
 
-        self.guard = EchoGuard(frame_ms=frame_ms, echo_delay_ms=echo_delay_ms)
+        self.guard = EchoGuard(margin_db=margin_db, frame_ms=frame_ms, echo_delay_ms=echo_delay_ms)
         """Judges each block given to ``apply`` (``frame_ms`` long: the capture block; the echo
-        ``echo_delay_ms`` behind the reference, as ``FrontEndOptions.echo_delay_ms``)."""
+        ``echo_delay_ms`` behind the reference, as ``FrontEndOptions.echo_delay_ms``; a block of the
+        user's stands ``margin_db`` above the canceller's expected residue)."""
         self._depth = 10 ** (-depth_db / 20)
         self.gated_blocks = 0
 

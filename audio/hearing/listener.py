@@ -177,7 +177,7 @@ def duplex_of(source: AudioSource, echo_cancellation: str) -> tuple[DuplexMode, 
         return "half", source.fault_reason or NOT_CONVERGED
     if echo_cancellation == "off":
         return "half", "echo cancellation is off (hearing.echo_cancellation)"
-    if echo_cancellation == "webrtc":
+    if echo_cancellation in ("webrtc", "dtln"):
         return "half", "the echo canceller did not start (see the log)"
     return "half", (
         f"echo cancellation {echo_cancellation!r}: no reference here for the residual-echo guard, "
@@ -821,8 +821,8 @@ class Listener:
 
 
 def _barge_in_settings(settings: HearingSettings) -> HearingSettings:
-    """The endpointer's settings while the device speaks: ``barge_in_speech_ms`` of speech to start
-    (the start window widened to hold it)."""
-    need = max(settings.start_speech_ms, settings.barge_in_speech_ms)
+    """The endpointer's settings while the device speaks: ``barge_in_start_ms`` of speech to start
+    (``barge_in_speech_ms`` or the canceller's own; the start window widened to hold it)."""
+    need = settings.barge_in_start_ms
     window = max(settings.start_window_ms, need + 60)
     return replace(settings, start_speech_ms=need, start_window_ms=window)

@@ -21,8 +21,15 @@ TURN_DETECTORS: tuple[str, ...] = ("smart_turn", "silence")
 TURN_TEXT_CHECKS: tuple[str, ...] = ("off", "words", "words+punctuation", "words+end")
 """Valid values of ``turn_text_check`` (``audio.hearing.turn.turn_complete``)."""
 
-ECHO_CANCELLATION: tuple[str, ...] = ("off", "webrtc", "system")
+ECHO_CANCELLATION: tuple[str, ...] = ("off", "webrtc", "dtln", "system")
 """Valid values of ``echo_cancellation`` (full duplex, ``audio.hearing.front_end``)."""
+
+GUARD_BY_CANCELLER: dict[str, tuple[int, float]] = {"webrtc": (120, 6.0), "dtln": (90, 18.0)}
+"""Per in-process canceller, the guard against its residue while the device speaks: the speech a
+barge-in needs (ms) and the residual-echo gate's margin over the expected residue (dB), which
+``barge_in_speech_ms`` and ``echo_guard_margin_db`` at 0 stand for (measured by ``robot-face bench
+duplex``, docs/hearing.md "DTLN-aec in the device": DTLN-aec's residue varies more from block to
+block than WebRTC's, so it needs a wider margin, and with it no stricter start)."""
 
 
 @dataclass(frozen=True)
@@ -249,11 +256,24 @@ class HearingSettings:
     echo_cancellation: str = "off"
     """Echo cancellation: "off" = half duplex (what the microphone hears while the device speaks,
     plus its echo tail, is discarded; the safe fallback), "webrtc" = WebRTC's canceller in process
-    (the PyPI package livekit) on the capture path before VAD, "system" = the operating system
+    (the PyPI package livekit) on the capture path before VAD, "dtln" = DTLN-aec, a neural canceller
+    trained for double talk (``audio.hearing.dtln_aec``; TFLite through ai-edge-litert, the model
+    from ``python -m audio.fetch_models``): barge-ins heard sooner and their first words kept
+    (docs/hearing.md "A neural canceller: DTLN-aec"), "system" = the operating system
     cancels (PulseAudio/PipeWire module-echo-cancel; the input and output devices are its echo-cancel
     source and sink, docs/deploy.md; the device stays half duplex: no reference for the
     residual-echo guard) (default "off": full duplex is measured in the simulated room only so far,
     docs/deploy.md; ``robot-face demo`` runs the simulation with "webrtc")."""
+
+    echo_model: str = ""
+    """With "dtln": the directory holding DTLN-aec's two TFLite stages
+    (``dtln_aec_512_quant_dynamic_{1,2}.tflite``); empty means the one ``python -m
+    audio.fetch_models`` installed (default "")."""
+
+    echo_guard_margin_db: float = 0.0
+    """While the device speaks in full duplex: how far above the canceller's expected residue a
+    block must stand to be the user's (the residual-echo gate, ``EchoGuard.margin_db``), in dB;
+    0 = the canceller's own (``GUARD_BY_CANCELLER``: 6 with "webrtc", 18 with "dtln") (default 0)."""
 
     noise_suppression: bool = True
     """With "webrtc": WebRTC's noise suppression on the microphone (its moderate level; livekit's
@@ -267,12 +287,14 @@ class HearingSettings:
     air path and converters), in ms; WebRTC's delay estimator follows the rest (default 0; the
     simulation uses the simulated room's delay)."""
 
-    barge_in_speech_ms: int = 120
+    barge_in_speech_ms: int = 0
     """Speech needed to start an utterance while the device speaks in full duplex (a barge-in), in
-    ms (within a start window widened to hold it): stricter than ``start_speech_ms``, a second guard
-    behind the residual-echo gate against the residue of its own voice (default 120: measured by
+    ms (within a start window widened to hold it; never less than ``start_speech_ms``); 0 = the
+    canceller's own (``GUARD_BY_CANCELLER``): 120 with "webrtc", stricter than the normal start, a
+    second guard behind the residual-echo gate against the residue of its own voice (measured by
     ``robot-face bench duplex``, with the gate's tail rule; 250 reported only about a fifth of the
-    barge-ins within 300 ms and missed short ones such as "Actually, stop.")."""
+    barge-ins within 300 ms and missed short ones such as "Actually, stop."); 90 with "dtln", whose
+    wider gate margin does that (default 0)."""
 
     early_duck_speech_ms: int = 0
     """Speech over a reply that ducks it at once, before ``barge_in_speech_ms`` confirms a barge-in,
@@ -314,6 +336,21 @@ class HearingSettings:
     comma), and the agent needs a moment to react; the next barge-in within the hold keeps the
     duck, a reply stopped or the device asleep ends it (default 1000; 0 = back to full volume when
     the utterance ends)."""
+
+    @property
+    def barge_in_start_ms(self) -> int:
+        """Speech a barge-in needs, in ms: ``barge_in_speech_ms``, or the canceller's own
+        (``GUARD_BY_CANCELLER``; WebRTC's when none runs here), never under ``start_speech_ms``."""
+        own = GUARD_BY_CANCELLER.get(self.echo_cancellation, GUARD_BY_CANCELLER["webrtc"])[0]
+        return max(self.start_speech_ms, self.barge_in_speech_ms or own)
+
+    @property
+    def guard_margin_db(self) -> float:
+        """The residual-echo gate's margin over the expected residue, in dB:
+        ``echo_guard_margin_db``, or the canceller's own (``GUARD_BY_CANCELLER``; WebRTC's when
+        none runs here)."""
+        own = GUARD_BY_CANCELLER.get(self.echo_cancellation, GUARD_BY_CANCELLER["webrtc"])[1]
+        return self.echo_guard_margin_db or own
 
     @property
     def turn_question_ms(self) -> int:
@@ -430,11 +467,21 @@ class HearingSettings:
                 f"must be one of {listed(ECHO_CANCELLATION)}",
             ),
             ("echo_delay_ms", 0 <= self.echo_delay_ms <= 500, "must be in 0..500"),
-            ("barge_in_speech_ms", 30 <= self.barge_in_speech_ms <= 2000, "must be in 30..2000"),
+            (
+                "echo_guard_margin_db",
+                0.0 <= self.echo_guard_margin_db <= 30.0,
+                "must be in 0..30 (0 = the canceller's)",
+            ),
+            (
+                "barge_in_speech_ms",
+                self.barge_in_speech_ms == 0 or 30 <= self.barge_in_speech_ms <= 2000,
+                "must be 0 (the canceller's) or in 30..2000",
+            ),
             (
                 "early_duck_speech_ms",
-                self.early_duck_speech_ms == 0 or 30 <= self.early_duck_speech_ms < self.barge_in_speech_ms,
-                f"must be 0 (off) or in 30..barge_in_speech_ms ({self.barge_in_speech_ms}), exclusive",
+                self.early_duck_speech_ms == 0 or 30 <= self.early_duck_speech_ms < self.barge_in_start_ms,
+                f"must be 0 (off) or in 30..the barge-in start ({self.barge_in_start_ms} ms, "
+                "barge_in_speech_ms), exclusive",
             ),
             ("early_duck_release_ms", 50 <= self.early_duck_release_ms <= 2000, "must be in 50..2000"),
             ("duck_db", -60.0 <= self.duck_db <= 0.0, "must be in -60..0 (0 = no ducking)"),

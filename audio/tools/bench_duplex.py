@@ -5,7 +5,7 @@ durations, so the figures move a little between runs: compare guards within one 
 project's own Piper replies are the far end, played through ``audio.edges.sim_room.SimRoom`` at
 delays 10-120 ms, echo levels 0/-6/-12 dB and reverb tails 0.15-0.6 s; real recorded speech
 (``/work/shared/data/speech`` or ``--speech``) is the user. The front end
-(``audio.hearing.front_end.FrontEnd``, WebRTC's APM from ``livekit``) gets the reference with its
+(``audio.hearing.front_end.FrontEnd``, with WebRTC's APM from ``livekit`` or DTLN-aec) gets the reference with its
 play times and the microphone with its capture times, exactly as at run time. Printed side by side:
 
 - ERLE (dB) on echo-only stretches (10·log10 of the echo's energy at the microphone over what is left);
@@ -25,6 +25,11 @@ play times and the microphone with its capture times, exactly as at run time. Pr
   ducked by ``hearing.duck_db`` and by ``hearing.duck_weak_db`` (the device's depth over it); the
   same (full canceller) for short barge-ins (``COMMANDS``), whose first word is a larger share;
 - CPU per 10 ms frame of the front end (thread time) and the share of one core.
+
+Each canceller of ``--cancellers`` (WebRTC's and DTLN-aec by default, ``audio.hearing.cancellers``)
+runs on the same replies, rooms and users (paired), with its own gate margin
+(``HearingSettings.guard_margin_db``) and its output's delay counted in every latency; the tables come
+per canceller, then the two side by side.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import math
 import re
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -42,10 +48,11 @@ import numpy as np
 
 from audio.edges.sim_room import SimRoom, SimRoomSettings
 from audio.edges.wav import FloatArray, load_audio
+from audio.hearing.cancellers import CANCELLERS, make_canceller, output_delay_s
 from audio.hearing.echo_check import cancel
 from audio.hearing.echo_tail import EchoGuard
 from audio.hearing.engine import Transcriber
-from audio.hearing.front_end import RATE, FrontEndOptions, ResidualGate
+from audio.hearing.front_end import RATE, FrontEnd, FrontEndOptions, ResidualGate
 from audio.hearing.settings import HearingSettings
 from audio.hearing.vad import Endpointer, SpeechDetector, SpeechStirred, UtteranceBegan, frame_level_db
 from audio.tools.bench_early_duck import Detections, Stir, duck_from, false_dips
@@ -169,7 +176,7 @@ def detections(
     lo = int(start * RATE) // n * n
     hi = len(signal) if end is None else int(end * RATE)
     found = _starts(signal[:hi], raw[:hi], far16[:hi], guard, settings, round(delay_ms), lo)
-    shift = lo / RATE
+    shift = lo / RATE + output_delay_s(settings)  # a canceller whose output comes late: reported late
     return Detections(
         [t + shift for t in found.starts], [Stir(s.at + shift, s.voiced + shift) for s in found.stirs]
     )
@@ -213,10 +220,13 @@ def gate_residual(
     block: int = 480,
     spec: GuardSpec | None = None,
     delay_ms: int = 0,
+    margin_db: float = 6.0,
 ) -> FloatArray:
     """``cleaned`` through a fresh ``ResidualGate``, block by block (30 ms, as the microphone
-    delivers), its guard changed as ``spec`` says (None: the runtime's); ``delay_ms``: the echo's delay."""
-    gate = ResidualGate(frame_ms=block * 1000 // RATE, echo_delay_ms=delay_ms)
+    delivers), its guard changed as ``spec`` says (None: the runtime's); ``delay_ms``: the echo's
+    delay; ``margin_db``: the gate's margin unless ``spec`` names one (the canceller's,
+    ``HearingSettings.guard_margin_db``)."""
+    gate = ResidualGate(frame_ms=block * 1000 // RATE, echo_delay_ms=delay_ms, margin_db=margin_db)
     if spec is not None:
         spec.configure(gate.guard)
     parts = [
@@ -272,16 +282,18 @@ def _starts(
     stir_ms = 0
     if spec.variant.startswith("strict"):
         stir_ms = settings.early_duck_speech_ms
-        need = spec.need_ms or settings.barge_in_speech_ms
+        need = spec.need_ms or settings.barge_in_start_ms
         window = max(settings.start_window_ms, need + 60)
         settings = replace(settings, start_window_ms=window, start_speech_ms=need)
     if spec.variant.endswith("gate"):  # the residual-echo gate on the audio (FrontEndSource), then the VAD
         block = settings.sample_rate * settings.block_ms // 1000
-        signal = gate_residual(raw, signal, far16, block, spec, delay_ms)
+        signal = gate_residual(raw, signal, far16, block, spec, delay_ms, settings.guard_margin_db)
     detector, warm = SpeechDetector(settings), SpeechDetector(settings)
     endpointer = Endpointer(settings, stir_ms=stir_ms)
     echo_guard = (
-        spec.configure(EchoGuard(frame_ms=settings.block_ms, echo_delay_ms=delay_ms))
+        spec.configure(
+            EchoGuard(margin_db=settings.guard_margin_db, frame_ms=settings.block_ms, echo_delay_ms=delay_ms)
+        )
         if spec.variant.endswith("residual")
         else None
     )
@@ -349,6 +361,16 @@ def synthesise_commands() -> list[tuple[FloatArray, str]]:
     """``COMMANDS`` in the project's Piper voice at 16 kHz, each with its words (the WER check sets
     the user's level against the reply's, so the voice's own level does not matter)."""
     return [(said.far16, said.text) for said in _synthesise(COMMANDS)]
+
+
+def _cancel(
+    far: FloatArray, rate: int, mic: FloatArray, options: FrontEndOptions, settings: HearingSettings
+) -> tuple[FloatArray, FrontEnd]:
+    """``cancel`` with a fresh canceller of the kind ``settings.echo_cancellation`` names (WebRTC's
+    unless it names another of ``CANCELLERS``)."""
+    if settings.echo_cancellation not in CANCELLERS:
+        settings = replace(settings, echo_cancellation="webrtc")
+    return cancel(far, rate, mic, options, make_canceller(settings, options))
 
 
 def _rms_db(x: FloatArray) -> float:
@@ -432,7 +454,8 @@ def run_echo_only(
             lead = len(prev.far16) / RATE
             echo = echo_of(far, reply.rate, cond.room())
             mic = echo + _noise(len(echo), seed=k)
-            cleaned, front = cancel(far, reply.rate, mic, FrontEndOptions(echo_delay_ms=int(cond.delay_ms)))
+            options = FrontEndOptions(echo_delay_ms=int(cond.delay_ms))
+            cleaned, front = _cancel(far, reply.rate, mic, options, settings)
             # nobody speaks: everything left is residual echo (+ noise)
             signals = {"raw": mic, "full": cleaned, variants[2]: _limited(cleaned, echo, limit_db)}
             far16 = far_at_16k(far, reply.rate, len(mic))
@@ -564,9 +587,8 @@ def run_barge_in(
         clip, _ = clips[k % len(clips)]
         trial = _trial(replies, k, rooms[k % len(rooms)], clip, user_db, rng)
         mic, echo = trial.mic(trial.far, seed=100 + k)
-        cleaned, _ = cancel(
-            trial.far, trial.rate, mic, FrontEndOptions(echo_delay_ms=int(trial.cond.delay_ms))
-        )
+        options = FrontEndOptions(echo_delay_ms=int(trial.cond.delay_ms))
+        cleaned, _ = _cancel(trial.far, trial.rate, mic, options, settings)
         far16 = far_at_16k(trial.far, trial.rate, len(mic))
         onset = (trial.at + _onset(clip)) / RATE
         for guard in guards:
@@ -750,9 +772,9 @@ def _wer_views(
     trial = Trial(far, order[0].rate, cond, (audio * gain).astype(np.float32), int((lead + 0.5) * RATE), lead)
     mic, _ = trial.mic(trial.far, seed=300 + k)
     options = FrontEndOptions(echo_delay_ms=int(cond.delay_ms))
-    over, _ = cancel(trial.far, trial.rate, mic, options)
+    over, _ = _cancel(trial.far, trial.rate, mic, options, settings)
     start, at = _device_duck(trial, over, mic, settings)
-    ducked_far, ducked_mic, ducked = _ducked(trial, at, settings.duck_db, options, seed=300 + k)
+    ducked_far, ducked_mic, ducked = _ducked(trial, at, settings.duck_db, options, settings, seed=300 + k)
     block = settings.sample_rate * settings.block_ms // 1000
     gated = gate_residual(
         ducked_mic,
@@ -761,6 +783,7 @@ def _wer_views(
         block,
         parse_guard(DEVICE_GUARD),
         int(cond.delay_ms),
+        settings.guard_margin_db,
     )
     span = slice(trial.at - RATE // 4, trial.at + len(trial.user) + RATE // 4)
     quiet = np.zeros(RATE // 4, np.float32)
@@ -772,11 +795,13 @@ def _wer_views(
         "over": over[span],
     }
     onset_s = (trial.at + _onset(trial.user)) / RATE
-    views[ONSET_VIEW] = _ducked(trial, onset_s, settings.duck_db, options, seed=300 + k)[2][span]
+    views[ONSET_VIEW] = _ducked(trial, onset_s, settings.duck_db, options, settings, seed=300 + k)[2][span]
     if settings.early_duck_speech_ms:
-        views[CONFIRMED_VIEW] = _ducked(trial, start, settings.duck_db, options, seed=300 + k)[2][span]
+        views[CONFIRMED_VIEW] = _ducked(trial, start, settings.duck_db, options, settings, seed=300 + k)[2][
+            span
+        ]
     for db in other_ducks:
-        views[duck_view(db)] = _ducked(trial, at, db, options, seed=300 + k)[2][span]
+        views[duck_view(db)] = _ducked(trial, at, db, options, settings, seed=300 + k)[2][span]
     if weak is not None:
         limit_db, depths = weak
         views.update(_weak_views(trial, settings, options, limit_db, depths, seed=300 + k, span=span))
@@ -796,7 +821,7 @@ def _weak_views(
     each of ``depths`` from the start the device's guard detects over that canceller, from where the
     device's utterance would begin (``_utterance_from``) to the end of ``span``."""
     mic, echo = trial.mic(trial.far, seed=seed)
-    weak = _limited(cancel(trial.far, trial.rate, mic, options)[0], echo, limit_db)
+    weak = _limited(_cancel(trial.far, trial.rate, mic, options, settings)[0], echo, limit_db)
     start, at = _device_duck(trial, weak, mic, settings)
     span = slice(_utterance_from(start, settings, span.start), span.stop)
     views = {}
@@ -804,7 +829,7 @@ def _weak_views(
         far = duck(trial.far, trial.rate, at, db)
         ducked_mic, ducked_echo = trial.mic(far, seed=seed)
         views[weak_view(db)] = _limited(
-            cancel(far, trial.rate, ducked_mic, options)[0], ducked_echo, limit_db
+            _cancel(far, trial.rate, ducked_mic, options, settings)[0], ducked_echo, limit_db
         )[span]
     return views
 
@@ -823,12 +848,12 @@ def _device_duck(
 
 
 def _ducked(
-    trial: Trial, at: float | None, db: float, options: FrontEndOptions, seed: int
+    trial: Trial, at: float | None, db: float, options: FrontEndOptions, settings: HearingSettings, seed: int
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """(far end, microphone, cleaned) of ``trial`` with the reply ducked by ``db`` from ``at``."""
     far = duck(trial.far, trial.rate, at, db)
     mic = trial.mic(far, seed=seed)[0]
-    cleaned, _ = cancel(far, trial.rate, mic, options)
+    cleaned, _ = _cancel(far, trial.rate, mic, options, settings)
     return far, mic, cleaned
 
 
@@ -839,7 +864,7 @@ def _utterance_from(at: float | None, settings: HearingSettings, earliest: int) 
     it, the reply's echo at nearly full level, never reaches Whisper."""
     if at is None:
         return earliest
-    back_ms = settings.barge_in_speech_ms + settings.pre_roll_ms
+    back_ms = settings.barge_in_start_ms + settings.pre_roll_ms
     return max(earliest, int((at - back_ms / 1000) * RATE))
 
 
@@ -983,48 +1008,143 @@ def _print_wer(wer: WerFigures) -> None:
         )
 
 
-def main(args: argparse.Namespace) -> int:
-    """Run the benchmark and print the tables."""
-    t0 = time.monotonic()
-    settings = replace(
-        HearingSettings(), barge_in_speech_ms=args.barge_in_ms, early_duck_speech_ms=args.early_ms
-    )
-    settings.validate()
-    clips = _user_clips(Path(args.speech))
+@dataclass
+class CancellerRun:
+    """One canceller's figures, pooled over the sets of replies."""
+
+    settings: HearingSettings
+    """The hearing settings it ran with (``echo_cancellation`` names it)."""
     echo: EchoFigures | None = None
     barge: BargeInFigures | None = None
-    wer = None if args.no_wer else WerFigures.of(settings, args.limit_db)
-    short = f"short barge-ins in the project's Piper voice ({len(COMMANDS)} commands, e.g. {COMMANDS[0]!r})"
-    commands = None if args.no_wer or args.no_commands else WerFigures.of(settings, args.limit_db, short)
-    command_clips = [] if commands is None else synthesise_commands()
-    other_ducks = tuple(db for db in args.duck_db if db != settings.duck_db)
+    wer: WerFigures | None = None
+    commands: WerFigures | None = None
+
+    def add(self, echo: EchoFigures, barge: BargeInFigures) -> None:
+        """Pool one set's echo-only and barge-in figures."""
+        if self.echo is None or self.barge is None:
+            self.echo, self.barge = echo, barge
+        else:
+            self.echo.add(echo)
+            self.barge.add(barge)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run the benchmark (every canceller on the same replies) and print the tables."""
+    t0 = time.monotonic()
+    base = replace(HearingSettings(), barge_in_speech_ms=args.barge_in_ms, early_duck_speech_ms=args.early_ms)
+    base.validate()
+    clips = _user_clips(Path(args.speech))
+    runs = [_new_run(replace(base, echo_cancellation=name), args) for name in args.cancellers]
+    command_clips = [] if args.no_wer or args.no_commands else synthesise_commands()
+    other_ducks = tuple(db for db in args.duck_db if db != base.duck_db)
     sentence = None if args.no_wer else _sentence(Path(args.speech))
     stt = None if args.no_wer else _whisper()
     for _ in range(args.sets):  # Piper samples its durations: every set is other replies
         replies = synthesise_replies(len(REPLIES))
-        echo_set = run_echo_only(replies, args.per_room, args.limit_db, settings, args.guards)
-        barge_set = run_barge_in(
-            replies, clips, args.trials, args.user_db, settings, args.guards, args.limit_db
-        )
-        if echo is None or barge is None:
-            echo, barge = echo_set, barge_set
-        else:
-            echo.add(echo_set)
-            barge.add(barge_set)
-        if wer is not None and sentence is not None and stt is not None:
-            limit = None if args.no_weak else args.limit_db
-            wer.add(
-                run_wer(replies, sentence, args.user_db, args.wer_rooms, settings, stt, other_ducks, limit)
+        for run in runs:  # paired: each canceller hears the same replies, rooms and users
+            settings = run.settings
+            run.add(
+                run_echo_only(replies, args.per_room, args.limit_db, settings, args.guards),
+                run_barge_in(replies, clips, args.trials, args.user_db, settings, args.guards, args.limit_db),
             )
-        if commands is not None and stt is not None:  # the weak canceller: the sentence's line says it
-            for clip in command_clips:
-                commands.add(run_wer(replies, clip, args.user_db, args.wer_rooms, settings, stt, other_ducks))
-    assert echo is not None and barge is not None  # args.sets >= 1
+            if run.wer is not None and sentence is not None and stt is not None:
+                limit = None if args.no_weak else args.limit_db
+                run.wer.add(
+                    run_wer(
+                        replies, sentence, args.user_db, args.wer_rooms, settings, stt, other_ducks, limit
+                    )
+                )
+            if (
+                run.commands is not None and stt is not None
+            ):  # the weak canceller: the sentence's line says it
+                for clip in command_clips:
+                    run.commands.add(
+                        run_wer(replies, clip, args.user_db, args.wer_rooms, settings, stt, other_ducks)
+                    )
     if args.sets > 1:
         print(f"\n{args.sets} sets of replies, synthesised afresh, pooled")
-    print_tables(echo, barge, wer, commands)
+    for run in runs:
+        assert run.echo is not None and run.barge is not None  # args.sets >= 1
+        if len(runs) > 1:
+            print(f"\n==== canceller: {run.settings.echo_cancellation} ====")
+        print_tables(run.echo, run.barge, run.wer, run.commands)
+    if len(runs) > 1:
+        print_cancellers(runs)
     print(f"({time.monotonic() - t0:.0f} s)")
     return 0
+
+
+def _new_run(settings: HearingSettings, args: argparse.Namespace) -> CancellerRun:
+    """An empty ``CancellerRun`` with the WER checks ``args`` asks for."""
+    short = f"short barge-ins in the project's Piper voice ({len(COMMANDS)} commands, e.g. {COMMANDS[0]!r})"
+    return CancellerRun(
+        settings,
+        wer=None if args.no_wer else WerFigures.of(settings, args.limit_db),
+        commands=None if args.no_wer or args.no_commands else WerFigures.of(settings, args.limit_db, short),
+    )
+
+
+def print_cancellers(runs: list[CancellerRun]) -> None:
+    """The cancellers side by side: the device guard (``DEVICE_GUARD``, each canceller's own gate
+    margin) on the same replies."""
+    print(
+        f"\nThe cancellers side by side (the device guard, {DEVICE_GUARD}, at each one's barge-in start "
+        "and gate margin)"
+    )
+    rows: list[tuple[str, list[str]]] = []
+
+    def row(label: str, cell: Callable[[CancellerRun], str]) -> None:
+        rows.append((label, [cell(run) for run in runs]))
+
+    def echo(run: CancellerRun) -> EchoFigures:
+        assert run.echo is not None
+        return run.echo
+
+    def barge(run: CancellerRun) -> BargeInFigures:
+        assert run.barge is not None
+        return run.barge
+
+    row("barge-in start (ms of speech)", lambda r: f"{r.settings.barge_in_start_ms}")
+    row("gate margin (dB)", lambda r: f"{r.settings.guard_margin_db:g}")
+    row("output delay (ms)", lambda r: f"{1000 * output_delay_s(r.settings):.0f}")
+    row("ERLE median / min (dB)", lambda r: f"{_erle(echo(r), statistics.median)} / {_erle(echo(r), min)}")
+    row("false starts per 100 replies", lambda r: _per_100(echo(r).false_starts, echo(r)))
+    row("  in the first reply (cold)", lambda r: _per_100(echo(r).cold_starts, echo(r)))
+    row("barge-ins within 300 ms (%)", lambda r: f"{_pct(barge(r).latencies[DEVICE_GUARD], 0.3):.1f}")
+    row("onset -> start, median (ms)", lambda r: _median_ms(barge(r).latencies[DEVICE_GUARD]))
+    row("sentence WER over echo - alone (pts)", lambda r: _wer_delta(r.wer))
+    row("short barge-ins WER - alone (pts)", lambda r: _wer_delta(r.commands))
+    row(
+        "front end CPU (% of one core)",
+        lambda r: f"{statistics.median(echo(r).cpu_ms) / 10 * 100:.1f}" if echo(r).cpu_ms else "-",
+    )
+    print(f"{'':<38}" + "".join(f"{run.settings.echo_cancellation:>14}" for run in runs))
+    for label, cells in rows:
+        print(f"{label:<38}" + "".join(f"{c:>14}" for c in cells))
+
+
+def _erle(echo: EchoFigures, pick: Callable[[list[float]], float]) -> str:
+    values = echo.erle.get("full", [])
+    return f"{pick(values):.1f}" if values else "-"
+
+
+def _per_100(counts: dict[tuple[str, str], int], echo: EchoFigures) -> str:
+    return f"{100.0 * counts.get(('full', DEVICE_GUARD), 0) / max(1, echo.replies):.1f}"
+
+
+def _wer_delta(figures: WerFigures | None) -> str:
+    if figures is None or not figures.words:
+        return "-"
+    return f"{figures.pct('ducked') - figures.pct('alone'):+.1f}"
+
+
+def canceller_names(text: str) -> tuple[str, ...]:
+    """``--cancellers``: comma-separated names of ``CANCELLERS`` (argparse type)."""
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    unknown = [n for n in names if n not in CANCELLERS]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(f"name one or more of {', '.join(CANCELLERS)} (got {text!r})")
+    return names
 
 
 def _speech_ms(b: argparse.ArgumentParser, flag: str, key: str, what: str, note: str = "") -> None:
@@ -1090,6 +1210,14 @@ def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction)
         action="store_true",
         help="skip the WER check over the weak canceller (--limit-db; ducked by none, hearing.duck_db, "
         "hearing.duck_weak_db and --duck-db)",
+    )
+    b.add_argument(
+        "--cancellers",
+        type=canceller_names,
+        default=CANCELLERS,
+        help="the echo cancellers to run on the same replies, comma-separated (default: "
+        + ",".join(CANCELLERS)
+        + "; hearing.echo_cancellation)",
     )
     b.add_argument("--speech", default=str(SPEECH_DIR), help=f"recorded speech set (default {SPEECH_DIR})")
     b.set_defaults(func=main)

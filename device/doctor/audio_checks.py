@@ -11,6 +11,7 @@ from device.doctor.result import CheckResult
 
 if TYPE_CHECKING:
     from audio.hearing.echo_check import EchoMeasurement
+    from audio.hearing.front_end import Canceller
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -132,7 +133,8 @@ def check_levels(input_index: int, output_index: int | None) -> CheckResult:
 
 @dataclass(frozen=True)
 class EchoTest:
-    """What the deep echo check needs of the settings (``hearing.echo_cancellation = "webrtc"``)."""
+    """What the deep echo check needs of the settings (``hearing.echo_cancellation = "webrtc"`` or
+    ``"dtln"``)."""
 
     volume: float
     """``speaking.volume``: the test plays as loud as a reply (0..1)."""
@@ -142,6 +144,10 @@ class EchoTest:
     """``hearing.duck_db``: how deep a barge-in ducks a reply over a strong canceller (dB)."""
     duck_weak_db: float
     """``hearing.duck_weak_db``: the same over a weak one (dB)."""
+    canceller: str = "webrtc"
+    """``hearing.echo_cancellation``: the canceller measured."""
+    echo_model: str = ""
+    """``hearing.echo_model``: DTLN-aec's directory ("" = the fetched one)."""
 
 
 _ECHO_NAME = "echo on this hardware"
@@ -151,10 +157,19 @@ _ECHO_FIX_LEVELS = (
 
 
 def check_echo(input_index: int, output_index: int, test: EchoTest) -> CheckResult:
-    """``--deep`` with WebRTC's canceller: play a speech-like test sound while recording, and say how
-    late the microphone hears the speaker and how much of that echo the canceller removes."""
+    """``--deep`` with an in-process canceller: play a speech-like test sound while recording, and say
+    how late the microphone hears the speaker and how much of that echo the canceller removes."""
     from audio.hearing.echo_check import TEST_S, measure_echo, probe_signal
     from audio.hearing.front_end import FrontEndUnavailable
+
+    canceller: Canceller | None = None  # WebRTC's: built for the lag measured
+    if test.canceller == "dtln":
+        from audio.hearing.dtln_aec import DtlnCanceller, resolve_model_dir
+
+        try:
+            canceller = DtlnCanceller(resolve_model_dir(test.echo_model))
+        except FrontEndUnavailable as err:
+            return CheckResult(_ECHO_NAME, "note", f"not measured: {err}")
 
     sd = _sounddevice()
     try:
@@ -164,7 +179,7 @@ def check_echo(input_index: int, output_index: int, test: EchoTest) -> CheckResu
             far.reshape(-1, 1), samplerate=rate, channels=1, device=(input_index, output_index)
         )
         sd.wait()
-        measured = measure_echo(far, rate, heard.reshape(-1), rate)
+        measured = measure_echo(far, rate, heard.reshape(-1), rate, canceller)
     except FrontEndUnavailable as err:
         return CheckResult(_ECHO_NAME, "note", f"not measured: {err}")
     except Exception as exc:
@@ -232,8 +247,8 @@ def echo_verdict(measured: EchoMeasurement, test: EchoTest) -> CheckResult:
     )
 
 
-def check_duplex(mode: str) -> CheckResult:
-    """Which echo handling runs (``hearing.echo_cancellation``) and why."""
+def check_duplex(mode: str, echo_model: str = "") -> CheckResult:
+    """Which echo handling runs (``hearing.echo_cancellation``; ``hearing.echo_model`` for "dtln") and why."""
     name = "echo cancellation"
     if mode == "off":
         return CheckResult(
@@ -246,19 +261,12 @@ def check_duplex(mode: str) -> CheckResult:
             "system: the sound server cancels; hearing.input_device / speaking.output_device must be "
             "its echo-cancel source and sink (docs/deploy.md); the device stays half duplex",
         )
-    import time
-
-    import numpy as np
-
-    from audio.hearing.front_end import FRAME, EchoCanceller, FrontEndOptions, FrontEndUnavailable
+    if mode == "dtln":
+        return _check_dtln(name, echo_model)
+    from audio.hearing.front_end import EchoCanceller, FrontEndOptions, FrontEndUnavailable
 
     try:
-        canceller = EchoCanceller(FrontEndOptions())
-        frame = np.zeros(FRAME, dtype=np.float32)
-        start = time.perf_counter()
-        for _ in range(100):
-            canceller.process(frame, frame)
-        ms = (time.perf_counter() - start) * 10.0
+        ms = _frame_ms(EchoCanceller(FrontEndOptions()))
     except (FrontEndUnavailable, RuntimeError) as err:
         return CheckResult(
             name,
@@ -272,3 +280,42 @@ def check_duplex(mode: str) -> CheckResult:
         f"webrtc: WebRTC's canceller cleans the microphone ({ms:.2f} ms per 10 ms frame); "
         "full duplex once it has heard 5 s of the speaker (status.duplex says which runs)",
     )
+
+
+def _check_dtln(name: str, echo_model: str) -> CheckResult:
+    """``check_duplex`` for DTLN-aec: its runtime and model load, and what a frame costs here."""
+    from audio.hearing.dtln_aec import DtlnCanceller, resolve_model_dir
+    from audio.hearing.front_end import FrontEndUnavailable
+
+    directory = resolve_model_dir(echo_model)
+    try:
+        ms = _frame_ms(DtlnCanceller(directory))
+    except FrontEndUnavailable as err:
+        return CheckResult(
+            name,
+            "warn",
+            f"dtln configured but unavailable, runs half duplex: {err}",
+            "install the runtime and the model: make bootstrap (python -m audio.fetch_models), or "
+            "set hearing.echo_model to a directory holding the two DTLN-aec stages",
+        )
+    return CheckResult(
+        name,
+        "ok",
+        f"dtln: DTLN-aec cleans the microphone ({ms:.2f} ms per 10 ms frame, {directory}); "
+        "full duplex from the first reply (status.duplex says which runs)",
+    )
+
+
+def _frame_ms(canceller: Canceller) -> float:
+    """What one 10 ms frame through ``canceller`` costs here (ms, wall time over 100 silent frames)."""
+    import time
+
+    import numpy as np
+
+    from audio.hearing.front_end import FRAME
+
+    frame = np.zeros(FRAME, dtype=np.float32)
+    start = time.perf_counter()
+    for _ in range(100):
+        canceller.process(frame, frame)
+    return (time.perf_counter() - start) * 10.0

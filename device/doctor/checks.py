@@ -507,11 +507,18 @@ def run_checks(
 
 
 def _echo_test(config: Config) -> EchoTest | None:
-    """What the deep echo check needs, when WebRTC's canceller is configured (else None)."""
+    """What the deep echo check needs, when an in-process canceller is configured (else None)."""
     hearing = config.hearing
-    if hearing.echo_cancellation != "webrtc":
+    if hearing.echo_cancellation not in ("webrtc", "dtln"):
         return None
-    return EchoTest(config.speaking.volume, hearing.weak_canceller_db, hearing.duck_db, hearing.duck_weak_db)
+    return EchoTest(
+        config.speaking.volume,
+        hearing.weak_canceller_db,
+        hearing.duck_db,
+        hearing.duck_weak_db,
+        hearing.echo_cancellation,
+        hearing.echo_model,
+    )
 
 
 def check_config(config: Config, deep: bool = False) -> list[CheckResult]:
@@ -541,5 +548,5 @@ def check_config(config: Config, deep: bool = False) -> list[CheckResult]:
         broker_timeout_s=min(config.mqtt.connect_timeout_s, 10.0),
         echo=_echo_test(config),
     )
-    results.append(check_duplex(config.hearing.echo_cancellation))
+    results.append(check_duplex(config.hearing.echo_cancellation, config.hearing.echo_model))
     return [*results, check_memory(config)]

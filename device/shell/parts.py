@@ -11,6 +11,7 @@ from audio.edges.reference import ReferenceTap
 from audio.edges.sim_room import RoomEcho
 from audio.edges.sinks import StreamSink, WavSink, make_sink
 from audio.events import EventSink
+from audio.hearing.cancellers import make_canceller
 from audio.hearing.front_end import (
     FrontEnd,
     FrontEndOptions,
@@ -31,8 +32,8 @@ _LOGGER = logging.getLogger(__name__)
 def make_source(config: Config) -> AudioSource:
     """The simulated microphone in simulation (hearing the speaker through the simulated room
     when ``sim_room.enabled``), else the sounddevice microphone; behind the echo canceller when
-    ``hearing.echo_cancellation = "webrtc"`` (if its library will not load: the plain microphone,
-    half duplex, with the reason logged)."""
+    ``hearing.echo_cancellation = "webrtc"`` or ``"dtln"`` (if its library or model will not load:
+    the plain microphone, half duplex, with the reason logged)."""
     hearing, room = config.hearing, config.sim_room
     mic: SimulatedMicrophone | SoundDeviceMicrophone
     if config.device.simulate:
@@ -40,7 +41,7 @@ def make_source(config: Config) -> AudioSource:
         mic = SimulatedMicrophone(rate=hearing.sample_rate, block_ms=hearing.block_ms, echo=echo)
     else:
         mic = SoundDeviceMicrophone(hearing)
-    if hearing.echo_cancellation != "webrtc":
+    if hearing.echo_cancellation not in ("webrtc", "dtln"):
         return mic
     simulated_delay = round(room.delay_ms) if config.device.simulate and room.enabled else 0
     options = FrontEndOptions(
@@ -49,10 +50,14 @@ def make_source(config: Config) -> AudioSource:
         echo_delay_ms=hearing.echo_delay_ms or simulated_delay,
     )
     try:
+        canceller = make_canceller(hearing, options)
+        margin = hearing.guard_margin_db
         return FrontEndSource(
             mic,
-            FrontEnd(options),
-            gate=ResidualGate(frame_ms=hearing.block_ms, echo_delay_ms=options.echo_delay_ms),
+            FrontEnd(options, canceller),
+            gate=ResidualGate(
+                frame_ms=hearing.block_ms, echo_delay_ms=options.echo_delay_ms, margin_db=margin
+            ),
         )
     except FrontEndUnavailable as err:
         _LOGGER.warning("echo cancellation off (half duplex): %s", err)

@@ -20,6 +20,13 @@ from tests.scripts.loader import load_script
 HEARING_SPEECH_DIR = Path("/work/shared/data/speech")
 
 
+def ten_digits() -> FloatArray:
+    """Ten recorded digits of one speaker (FSDD, jackson), one after the other (about 4 s, 16 kHz)."""
+    return np.concatenate(
+        [load_audio(HEARING_SPEECH_DIR / "fsdd" / f"{d}_jackson_0.wav", 16000) for d in range(10)]
+    )
+
+
 @pytest.fixture(scope="session")
 def hearing_settings() -> HearingSettings:
     """Default hearing settings."""

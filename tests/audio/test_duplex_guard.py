@@ -70,6 +70,7 @@ def test_once_the_far_end_has_been_silent_for_its_hold_the_vad_decides_alone() -
         ("echo_cancellation", "speex"),
         ("echo_delay_ms", -1),
         ("barge_in_speech_ms", 10),
+        ("echo_guard_margin_db", 40.0),
         ("duck_db", 3.0),
         ("duck_weak_db", -70.0),
         ("weak_canceller_db", -1.0),
@@ -87,7 +88,7 @@ def test_full_duplex_is_off_by_default() -> None:
     s = HearingSettings()
     s.validate()
     assert s.echo_cancellation == "off" and s.half_duplex
-    assert s.barge_in_speech_ms == 120 and s.duck_db == -18.0
+    assert s.barge_in_start_ms == 120 and s.duck_db == -18.0
 
 
 def test_the_core_ducks_by_the_settings_default() -> None:

@@ -65,6 +65,36 @@ def test_a_canceller_that_will_not_load_leaves_half_duplex_and_says_why(
     assert result.status == "warn" and "half duplex" in result.detail and "livekit" in result.fix
 
 
+def test_dtln_builds_the_front_end_with_the_neural_canceller_and_its_wider_gate(tmp_path: Path) -> None:
+    from audio.hearing.dtln_aec import DtlnCanceller
+
+    config = _config(tmp_path, **{"sim_room.enabled": True, "hearing.echo_cancellation": "dtln"})
+    source = make_source(config)  # type: ignore[arg-type]
+    assert isinstance(source, FrontEndSource) and isinstance(source.front._canceller, DtlnCanceller)
+    assert source.gate is not None and source.gate.guard.margin_db == 18.0
+    assert source.front.delay_samples == 480
+    assert reference_taps(source) == [source.front.reference, source.inner.echo.on_rendered]  # type: ignore[attr-defined]
+    wider = make_source(
+        _config(tmp_path, **{"hearing.echo_cancellation": "dtln", "hearing.echo_guard_margin_db": 9.0})  # type: ignore[arg-type]
+    )
+    assert isinstance(wider, FrontEndSource) and wider.gate is not None and wider.gate.guard.margin_db == 9.0
+
+
+def test_a_dtln_model_that_is_not_there_leaves_half_duplex_and_says_where_it_looked(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    missing = tmp_path / "no-model"
+    source = make_source(
+        _config(tmp_path, **{"hearing.echo_cancellation": "dtln", "hearing.echo_model": str(missing)})  # type: ignore[arg-type]
+    )
+    assert type(source) is SimulatedMicrophone
+    assert "echo cancellation off (half duplex)" in caplog.text and str(missing) in caplog.text
+    result = check_duplex("dtln", str(missing))
+    assert result.status == "warn" and "half duplex" in result.detail and "fetch_models" in result.fix
+    fine = check_duplex("dtln")
+    assert fine.status == "ok" and "DTLN-aec" in fine.detail and "ms per 10 ms frame" in fine.detail
+
+
 def test_the_doctor_says_which_mode_runs() -> None:
     assert check_duplex("off").status == "note" and "half duplex" in check_duplex("off").detail
     webrtc = check_duplex("webrtc")
@@ -77,6 +107,8 @@ def test_bad_duplex_config_is_one_clear_error(tmp_path: Path) -> None:
 
     with pytest.raises(ConfigError, match=r"hearing\.echo_cancellation"):
         _config(tmp_path, **{"hearing.echo_cancellation": "speex"})
+    with pytest.raises(ConfigError, match=r"hearing\.echo_guard_margin_db"):
+        _config(tmp_path, **{"hearing.echo_guard_margin_db": -3.0})
     with pytest.raises(ConfigError, match=r"sim_room\.rt60_s"):
         _config(tmp_path, **{"sim_room.rt60_s": 5.0})
 

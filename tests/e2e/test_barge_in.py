@@ -1,5 +1,6 @@
 """Full duplex end to end: the real daemon in the simulated room (its microphone hears its own speaker
-through ``sim_room``) with WebRTC's canceller, over the real broker, with real Whisper and Piper.
+through ``sim_room``) with each in-process canceller (WebRTC's, then DTLN-aec), over the real broker,
+with real Whisper and Piper.
 
 The conformance scenarios ``no_false_barge_in`` and ``barge_in`` run against it, in that order (in 2
 of 5 full-suite runs the canceller was degraded after the barge-in's double talk -- median removal
@@ -41,16 +42,19 @@ DUCK_DB = HearingSettings().duck_db
 DUCK_WEAK_DB = HearingSettings().duck_weak_db
 
 
-@pytest.fixture(scope="module")
-def daemon(e2e_broker: Mosquitto, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DeviceDaemon]:
-    """The real daemon in simulation, hearing itself through the simulated room, echo cancelled."""
+@pytest.fixture(scope="module", params=["webrtc", "dtln"])
+def daemon(
+    e2e_broker: Mosquitto, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[DeviceDaemon]:
+    """The real daemon in simulation, hearing itself through the simulated room, echo cancelled by
+    each in-process canceller in turn (WebRTC's, DTLN-aec)."""
     device = DeviceDaemon(
         e2e_broker.url,
         f"e2e-{uuid.uuid4().hex[:8]}",
         tmp_path_factory.mktemp("device"),
         settings=(
             "sim_room.enabled=true",
-            "hearing.echo_cancellation=webrtc",
+            f"hearing.echo_cancellation={request.param}",
             "device.sim_speaker=wav",
         ),
     )
