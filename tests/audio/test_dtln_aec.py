@@ -21,6 +21,7 @@ from audio.edges.wav import FloatArray
 from audio.hearing.cancellers import make_canceller, output_delay_s
 from audio.hearing.dtln_aec import (
     BLOCK,
+    IDLE_AFTER_SHIFTS,
     MODEL_FILES,
     SHIFT,
     DtlnCanceller,
@@ -28,10 +29,11 @@ from audio.hearing.dtln_aec import (
     default_model_dir,
     output_delay_samples,
 )
+from audio.hearing.echo_check import cancel
 from audio.hearing.front_end import RATE, EchoCanceller, FrontEnd, FrontEndOptions, FrontEndUnavailable
 from audio.hearing.settings import HearingSettings
 from audio.hearing.vad import frame_level_db
-from audio.tools.bench_duplex import Reply, echo_of, synthesise_replies
+from audio.tools.bench_duplex import Reply, echo_of, erle_db, synthesise_replies
 from tests.audio.conftest import ten_digits
 
 
@@ -51,12 +53,18 @@ def _run(canceller: DtlnCanceller, mic: FloatArray, far: FloatArray, frame: int 
     )
 
 
+def _faint(n: int, seed: int = 0) -> FloatArray:
+    """A far end that is not silent (noise at -70 dBFS, over ``FAR_SILENT``): the stages run."""
+    return (np.random.default_rng(seed).standard_normal(n) * 10 ** (-70 / 20)).astype(np.float32)
+
+
 def test_the_users_speech_passes_unchanged_only_late_when_nothing_plays() -> None:
-    """With the far end silent the output is the microphone, ``delay_samples`` (30 ms) late: the
-    delay the front end aligns everything else by is the real one."""
+    """With nothing audible playing the stages give the microphone back, ``delay_samples`` (30 ms)
+    late: the delay the front end aligns everything else by is the real one."""
     user = ten_digits()
     canceller = _dtln()
-    out = _run(canceller, user, np.zeros_like(user))
+    out = _run(canceller, user, _faint(len(user)))
+    assert canceller.idle_shifts == 0 and canceller.inferred_shifts == len(out) // SHIFT
     assert canceller.delay_samples == output_delay_samples(160) == BLOCK - SHIFT + 96 == 480
     lags = [float(np.dot(out[k : k + 3 * RATE], user[: 3 * RATE])) for k in range(0, 1000)]
     assert int(np.argmax(lags)) == canceller.delay_samples
@@ -68,10 +76,10 @@ def test_every_frame_comes_back_whole_and_the_delay_is_fixed(frame: int) -> None
     """Frames of any size give as many samples back, every call, the same delay throughout (the
     slack keeps a frame ready whenever one is asked for)."""
     user = ten_digits()[: 2 * RATE]
+    far = _faint(len(user))
     canceller = DtlnCanceller(default_model_dir(), frame=frame)
     outs = [
-        canceller.process(user[i : i + frame], np.zeros(frame, np.float32))
-        for i in range(0, 2 * RATE - frame, frame)
+        canceller.process(user[i : i + frame], far[i : i + frame]) for i in range(0, 2 * RATE - frame, frame)
     ]
     assert {len(o) for o in outs} == {frame}
     out = np.concatenate(outs)
@@ -79,6 +87,52 @@ def test_every_frame_comes_back_whole_and_the_delay_is_fixed(frame: int) -> None
     assert d == output_delay_samples(frame) and BLOCK - SHIFT <= d < BLOCK
     lags = [float(np.dot(out[k : k + RATE], user[:RATE])) for k in range(0, 700)]
     assert int(np.argmax(lags)) == d
+
+
+def test_with_nothing_playing_the_stages_rest_and_the_microphone_passes_as_they_would_give_it() -> None:
+    """An awake device that is not speaking costs no inference: once the far end has been silent
+    for ``IDLE_AFTER_SHIFTS`` (its echo died away) the microphone passes exactly, as late as the
+    stages give it, and at the level they would."""
+    user = ten_digits()
+    resting = _dtln()
+    out = _run(resting, user, np.zeros_like(user))
+    shifts = len(out) // SHIFT
+    assert resting.inferred_shifts == 0 and resting.idle_shifts == shifts  # nothing ever played
+    d = resting.delay_samples
+    np.testing.assert_array_equal(out[d:], user[: len(out) - d])
+    running = _run(_dtln(), user, _faint(len(user)))
+    assert abs(frame_level_db(out) - frame_level_db(running)) < 1.0
+    played = _dtln()
+    far = np.concatenate([_faint(RATE), np.zeros(len(user) - RATE, np.float32)])
+    _run(played, user, far)
+    assert played.inferred_shifts == RATE // SHIFT + IDLE_AFTER_SHIFTS  # the echo's tail, then rest
+
+
+@pytest.mark.parametrize("silence_s", [0.5, 3.0])
+def test_a_reply_after_a_silence_is_cancelled_as_if_the_stages_had_run_all_along(
+    reply: Reply, silence_s: float
+) -> None:
+    """The stages go on where the far end sounds again, their overlap-add primed with the three
+    blocks before: the reply after a rest (3 s; 0.5 s is too short to rest) is cancelled at least
+    as well as by stages that ran through the silence."""
+    gap = np.zeros(int(silence_s * reply.rate), np.float32)
+    far = np.concatenate([reply.audio, gap, reply.audio])
+    echo = echo_of(far, reply.rate, SimRoomSettings())
+    second = (len(reply.audio) + len(gap)) * RATE // reply.rate
+    resting = _dtln()
+    rested, _ = cancel(far, reply.rate, echo, FrontEndOptions(echo_delay_ms=40), resting)
+    rests = resting.idle_shifts
+    assert rests > (silence_s - 1.2) * RATE / SHIFT if silence_s > 1.0 else rests < 2 * RATE / SHIFT
+    running = DtlnCanceller(default_model_dir(), rest=False)
+    ran, _ = cancel(far, reply.rate, echo, FrontEndOptions(echo_delay_ms=40), running)
+    assert running.idle_shifts == 0
+    rested_db, ran_db = (
+        erle_db(echo[second:], rested[second:], 0.0),
+        erle_db(echo[second:], ran[second:], 0.0),
+    )
+    assert rested_db > max(25.0, ran_db - 3.0), (rested_db, ran_db)
+    seam = slice(second, second + RATE // 10)  # the first 100 ms of the second reply's echo
+    assert frame_level_db(rested[seam]) < frame_level_db(echo[seam]) - 15.0
 
 
 def test_reset_forgets_what_was_heard(reply: Reply) -> None:
