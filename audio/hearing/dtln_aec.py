@@ -114,8 +114,9 @@ class DtlnCanceller:
     """
 
     converge_frames = 0
-    """10 ms frames of the speaker playing before it is trusted: none (no adaptive filter; its
-    states settle within the first block, ``tests/audio/test_dtln_aec.py``)."""
+    """10 ms frames of the speaker playing before it is trusted: none (no adaptive filter: the first
+    reply it ever hears is cancelled by more than 25 dB, ``tests/audio/test_duplex_front_end.py``;
+    its false starts do not cluster at its start, docs/hearing.md)."""
     reconverge_frames = 0
     """The same after a timing jump: none (the far end is re-laid on the timeline; nothing adapted
     to the old timing)."""

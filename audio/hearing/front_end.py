@@ -195,7 +195,8 @@ class FrontEndStats:
 class FrontEnd:
     """The reference timeline plus the canceller: ``process`` blocks of any size at 16 kHz.
 
-    Output lags input by less than one 10 ms frame (a partial frame waits for the next block).
+    Output lags input by less than one 10 ms frame (a partial frame waits for the next block), plus
+    the canceller's own ``delay_samples`` (DTLN-aec's 30 ms; WebRTC's none).
     """
 
     def __init__(self, options: FrontEndOptions, canceller: Canceller | None = None) -> None:
