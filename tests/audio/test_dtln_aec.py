@@ -131,7 +131,11 @@ def test_a_reply_after_a_silence_is_cancelled_as_if_the_stages_had_run_all_along
         erle_db(echo[second:], ran[second:], 0.0),
     )
     assert rested_db > max(25.0, ran_db - 3.0), (rested_db, ran_db)
-    seam = slice(second, second + RATE // 10)  # the first 100 ms of the second reply's echo
+    # No click where the stages start again: the first 100 ms of the second reply's echo that is
+    # heard (Piper's replies start softly, and how softly changes from run to run) is cancelled.
+    frames = [second + k * 160 for k in range(200) if frame_level_db(echo[second + k * 160 :][:160]) > -40.0]
+    assert frames, "the second reply's echo is never heard"
+    seam = slice(frames[0], frames[0] + RATE // 10)
     assert frame_level_db(rested[seam]) < frame_level_db(echo[seam]) - 15.0
 
 
