@@ -133,7 +133,6 @@ class DtlnCanceller:
             raise DtlnUnavailable(f"{model_dir} does not hold DTLN-aec stages of {BLOCK}-sample blocks")
         self._shape1 = tuple(details[2]["shape"])
         self._shape2 = tuple(self._stage2.get_input_details()[1]["shape"])
-        self.frame = frame
         self.rest = rest
         """Whether the stages rest while the far end is silent (``_step``; False: they run on every
         shift, as the reference implementation does)."""
@@ -144,7 +143,9 @@ class DtlnCanceller:
 
     def reset(self) -> None:
         """Forget everything heard (states and buffers): a fresh start."""
-        self._reset_states()
+        self._states1 = np.zeros(self._shape1, np.float32)
+        self._states2 = np.zeros(self._shape2, np.float32)
+        self._overlap = np.zeros(BLOCK, np.float32)
         self._mic_hist = np.zeros(HISTORY, np.float32)
         self._far_hist = np.zeros(HISTORY, np.float32)
         self._mic_in = np.zeros(0, np.float32)
@@ -158,11 +159,6 @@ class DtlnCanceller:
         """Shifts passed through while the far end was silent (no inference)."""
         self._idle = False
         """Whether the last shift was passed through (the stages' overlap and states are stale)."""
-
-    def _reset_states(self) -> None:
-        self._states1 = np.zeros(self._shape1, np.float32)
-        self._states2 = np.zeros(self._shape2, np.float32)
-        self._overlap = np.zeros(BLOCK, np.float32)
 
     def process(self, mic: FloatArray, far: FloatArray) -> FloatArray:
         """Clean ``mic`` whose echo comes from ``far`` (same length); as many samples come back,
