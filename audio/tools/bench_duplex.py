@@ -53,7 +53,7 @@ from audio.hearing.echo_check import cancel
 from audio.hearing.echo_tail import EchoGuard
 from audio.hearing.engine import Transcriber
 from audio.hearing.front_end import RATE, FrontEnd, FrontEndOptions, ResidualGate
-from audio.hearing.settings import HearingSettings
+from audio.hearing.settings import ECHO_MODEL_UNITS, HearingSettings
 from audio.hearing.vad import Endpointer, SpeechDetector, SpeechStirred, UtteranceBegan, frame_level_db
 from audio.tools.bench_early_duck import Detections, Stir, duck_from, false_dips
 from audio.tools.cli_hearing import positive_int
@@ -1034,7 +1034,7 @@ def main(args: argparse.Namespace) -> int:
     base = replace(HearingSettings(), barge_in_speech_ms=args.barge_in_ms, early_duck_speech_ms=args.early_ms)
     base.validate()
     clips = _user_clips(Path(args.speech))
-    runs = [_new_run(replace(base, echo_cancellation=name), args) for name in args.cancellers]
+    runs = [_new_run(canceller_settings(base, name), args) for name in args.cancellers]
     command_clips = [] if args.no_wer or args.no_commands else synthesise_commands()
     other_ducks = tuple(db for db in args.duck_db if db != base.duck_db)
     sentence = None if args.no_wer else _sentence(Path(args.speech))
@@ -1066,7 +1066,7 @@ def main(args: argparse.Namespace) -> int:
     for run in runs:
         assert run.echo is not None and run.barge is not None  # args.sets >= 1
         if len(runs) > 1:
-            print(f"\n==== canceller: {run.settings.echo_cancellation} ====")
+            print(f"\n==== canceller: {canceller_label(run.settings)} ====")
         print_tables(run.echo, run.barge, run.wer, run.commands)
     if len(runs) > 1:
         print_cancellers(runs)
@@ -1118,7 +1118,7 @@ def print_cancellers(runs: list[CancellerRun]) -> None:
         "front end CPU (% of one core)",
         lambda r: f"{statistics.median(echo(r).cpu_ms) / 10 * 100:.1f}" if echo(r).cpu_ms else "-",
     )
-    print(f"{'':<38}" + "".join(f"{run.settings.echo_cancellation:>14}" for run in runs))
+    print(f"{'':<38}" + "".join(f"{canceller_label(run.settings):>14}" for run in runs))
     for label, cells in rows:
         print(f"{label:<38}" + "".join(f"{c:>14}" for c in cells))
 
@@ -1139,12 +1139,37 @@ def _wer_delta(figures: WerFigures | None) -> str:
 
 
 def canceller_names(text: str) -> tuple[str, ...]:
-    """``--cancellers``: comma-separated names of ``CANCELLERS`` (argparse type)."""
+    """``--cancellers``: comma-separated names of ``CANCELLERS``, "dtln" with a size as
+    ``dtln:<units>`` (``ECHO_MODEL_UNITS``; plain "dtln": ``hearing.echo_model_units``) (argparse type)."""
     names = tuple(n.strip() for n in text.split(",") if n.strip())
-    unknown = [n for n in names if n not in CANCELLERS]
-    if not names or unknown:
-        raise argparse.ArgumentTypeError(f"name one or more of {', '.join(CANCELLERS)} (got {text!r})")
+    bad = [n for n in names if not _canceller_name_ok(n)]
+    if not names or bad:
+        sizes = "|".join(map(str, ECHO_MODEL_UNITS))
+        raise argparse.ArgumentTypeError(
+            f"name one or more of {', '.join(CANCELLERS)} (dtln:{sizes} for a size) (got {text!r})"
+        )
     return names
+
+
+def _canceller_name_ok(name: str) -> bool:
+    kind, colon, units = name.partition(":")
+    if not colon:
+        return kind in CANCELLERS
+    return kind == "dtln" and units.isdigit() and int(units) in ECHO_MODEL_UNITS
+
+
+def canceller_settings(base: HearingSettings, name: str) -> HearingSettings:
+    """``base`` running the canceller ``name`` (a ``canceller_names`` name) names."""
+    kind, _, units = name.partition(":")
+    settings = replace(base, echo_cancellation=kind)
+    return replace(settings, echo_model_units=int(units)) if units else settings
+
+
+def canceller_label(settings: HearingSettings) -> str:
+    """The canceller ``settings`` run, as the tables name it ("webrtc", "dtln:512", ...)."""
+    if settings.echo_cancellation == "dtln":
+        return f"dtln:{settings.echo_model_units}"
+    return settings.echo_cancellation
 
 
 def _speech_ms(b: argparse.ArgumentParser, flag: str, key: str, what: str, note: str = "") -> None:
@@ -1215,9 +1240,8 @@ def register(sub: argparse._SubParsersAction, bench: argparse._SubParsersAction)
         "--cancellers",
         type=canceller_names,
         default=CANCELLERS,
-        help="the echo cancellers to run on the same replies, comma-separated (default: "
-        + ",".join(CANCELLERS)
-        + "; hearing.echo_cancellation)",
+        help="the echo cancellers to run on the same replies, comma-separated, dtln:256 for DTLN-aec's "
+        "smaller size (default: " + ",".join(CANCELLERS) + "; hearing.echo_cancellation, .echo_model_units)",
     )
     b.add_argument("--speech", default=str(SPEECH_DIR), help=f"recorded speech set (default {SPEECH_DIR})")
     b.set_defaults(func=main)

@@ -518,6 +518,7 @@ def _echo_test(config: Config) -> EchoTest | None:
         hearing.duck_weak_db,
         hearing.echo_cancellation,
         hearing.echo_model,
+        hearing.echo_model_units,
     )
 
 
@@ -548,5 +549,6 @@ def check_config(config: Config, deep: bool = False) -> list[CheckResult]:
         broker_timeout_s=min(config.mqtt.connect_timeout_s, 10.0),
         echo=_echo_test(config),
     )
-    results.append(check_duplex(config.hearing.echo_cancellation, config.hearing.echo_model))
+    hearing = config.hearing
+    results.append(check_duplex(hearing.echo_cancellation, hearing.echo_model, hearing.echo_model_units))
     return [*results, check_memory(config)]

@@ -191,6 +191,12 @@ def test_the_settings_choose_the_canceller_and_its_guard(tmp_path: Path) -> None
     assert replace(dtln, barge_in_speech_ms=60).barge_in_start_ms == 90  # never under start_speech_ms
     with pytest.raises(DtlnUnavailable, match=str(tmp_path)):
         make_canceller(replace(dtln, echo_model=str(tmp_path)), FrontEndOptions())
+    small = make_canceller(replace(dtln, echo_model_units=256), FrontEndOptions())
+    assert isinstance(small, DtlnCanceller) and small.units == 256
+    with pytest.raises(DtlnUnavailable, match=r"dtln_aec_256_quant_dynamic_1\.tflite is missing"):
+        make_canceller(replace(dtln, echo_model=str(tmp_path), echo_model_units=256), FrontEndOptions())
+    with pytest.raises(ValueError, match="echo_model_units: must be one of 512, 256"):
+        replace(dtln, echo_model_units=128).validate()
     with pytest.raises(ValueError, match="'off' runs no canceller"):
         make_canceller(HearingSettings(), FrontEndOptions())
 
@@ -237,11 +243,20 @@ def test_the_benchmark_names_its_cancellers_and_reports_a_late_cancellers_starts
     output is reported as late as that output comes (the same audio, judged as DTLN's: 30 ms later)."""
     import argparse
 
-    from audio.tools.bench_duplex import CANCELLERS, canceller_names, detections
+    from audio.tools.bench_duplex import (
+        CANCELLERS,
+        canceller_label,
+        canceller_names,
+        canceller_settings,
+        detections,
+    )
 
     assert CANCELLERS == ("webrtc", "dtln") and canceller_names(" dtln ") == ("dtln",)
-    with pytest.raises(argparse.ArgumentTypeError, match="webrtc, dtln"):
-        canceller_names("speex")
+    for wrong in ("speex", "dtln:128", "webrtc:256", "dtln:"):
+        with pytest.raises(argparse.ArgumentTypeError, match=r"webrtc, dtln \(dtln:512\|256 for a size\)"):
+            canceller_names(wrong)
+    sizes = [canceller_settings(HearingSettings(), n) for n in canceller_names("webrtc,dtln,dtln:256")]
+    assert [canceller_label(s) for s in sizes] == ["webrtc", "dtln:512", "dtln:256"]
     user = ten_digits()
     signal = np.concatenate([np.zeros(RATE, np.float32), user]).astype(np.float32)
     silent = np.zeros_like(signal)

@@ -92,7 +92,32 @@ def test_a_dtln_model_that_is_not_there_leaves_half_duplex_and_says_where_it_loo
     result = check_duplex("dtln", str(missing))
     assert result.status == "warn" and "half duplex" in result.detail and "fetch_models" in result.fix
     fine = check_duplex("dtln")
-    assert fine.status == "ok" and "DTLN-aec" in fine.detail and "ms per 10 ms frame" in fine.detail
+    assert (
+        fine.status == "ok" and "DTLN-aec (512 units)" in fine.detail and "ms per 10 ms frame" in fine.detail
+    )
+    small = check_duplex("dtln", "", 256)
+    assert small.status == "ok" and "DTLN-aec (256 units)" in small.detail and not small.fix
+
+
+def test_the_doctor_times_dtln_with_its_stages_running() -> None:
+    """DTLN-aec rests while the far end is silent: the doctor's figure is of a frame during a reply
+    (a faint far end), not of the microphone passed through."""
+    from audio.hearing.dtln_aec import DtlnCanceller, default_model_dir
+    from device.doctor.audio_checks import _frame_ms
+
+    canceller = DtlnCanceller(default_model_dir())
+    assert _frame_ms(canceller) > 0.0
+    assert canceller.idle_shifts == 0 and canceller.inferred_shifts >= 110 * 160 // 128
+
+
+def test_the_config_picks_dtlns_size(tmp_path: Path) -> None:
+    """``hearing.echo_model_units`` reaches the canceller the front end runs (its stages' files)."""
+    from audio.hearing.dtln_aec import DtlnCanceller
+
+    config = _config(tmp_path, **{"hearing.echo_cancellation": "dtln", "hearing.echo_model_units": 256})
+    source = make_source(config)  # type: ignore[arg-type]
+    assert isinstance(source, FrontEndSource) and isinstance(source.front._canceller, DtlnCanceller)
+    assert source.front._canceller.units == 256
 
 
 def test_the_doctor_says_which_mode_runs() -> None:
@@ -109,6 +134,8 @@ def test_bad_duplex_config_is_one_clear_error(tmp_path: Path) -> None:
         _config(tmp_path, **{"hearing.echo_cancellation": "speex"})
     with pytest.raises(ConfigError, match=r"hearing\.echo_guard_margin_db"):
         _config(tmp_path, **{"hearing.echo_guard_margin_db": -3.0})
+    with pytest.raises(ConfigError, match=r"hearing\.echo_model_units.*512, 256"):
+        _config(tmp_path, **{"hearing.echo_model_units": 300})
     with pytest.raises(ConfigError, match=r"sim_room\.rt60_s"):
         _config(tmp_path, **{"sim_room.rt60_s": 5.0})
 
