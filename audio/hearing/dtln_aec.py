@@ -83,12 +83,11 @@ def resolve_model_dir(setting: str) -> Path:
     return Path(setting).expanduser() if setting.strip() else default_model_dir()
 
 
-def files_ok(directory: Path, units: int | None = None) -> bool:
-    """Whether ``directory`` holds the pinned stage files of ``units`` (None: of every size)."""
-    files = MODEL_FILES if units is None else STAGES_BY_UNITS[units]
+def files_ok(directory: Path) -> bool:
+    """Whether ``directory`` holds every pinned stage file (both sizes)."""
     return all(
         (directory / name).is_file() and hashlib.sha256((directory / name).read_bytes()).hexdigest() == sha
-        for name, sha in files.items()
+        for name, sha in MODEL_FILES.items()
     )
 
 
