@@ -386,17 +386,18 @@ def _piper_words(text: str) -> FloatArray:
 async def test_first_words_before_a_comma_pause_wait_for_the_short_hold(
     hearing_transcriber: WhisperTranscriber, turn_model: SmartTurnModel, first: str, rest: str
 ) -> None:
-    """ "No, the fitness one." with a 500 ms comma between "No" and "the": the question at the comma
+    """ "No, the fitness one." with a long comma between "No" and "the": the question at the comma
     sees "No." -- a finished short answer to the model and the decoder -- and its "complete" waits
     for ``turn_short_hold_ms``, which the comma does not last: one utterance, one transcript. With
     the short hold at the plain hold (240) the same verdict ends the turn at "No.". (Piper's own
     comma there is 240-360 ms to the VAD, and the runtime's short hold 390 ms; the test's comma is
-    longer and its short hold 700 ms so that the verdict comes inside the comma on a slow CPU too:
-    it waits for the speculative decode, 170-270 ms after the question.)"""
-    lead, gap = hearing_silence(0.3), hearing_silence(0.5)
+    longer (1.2 s) and its short hold 1450 ms (under the 1500 ms fallback) so that the verdict comes inside the comma on a slow CPU
+    too: it waits for the speculative decode, 170-270 ms after the question on a fast x86, over
+    500 ms on an AVX2-only EPYC.)"""
+    lead, gap = hearing_silence(0.3), hearing_silence(1.2)
     audio = np.concatenate([lead, _piper_words(first), gap, _piper_words(rest)])
     stt, model = Counting(hearing_transcriber), CountingModel(turn_model)
-    listener, rec = await listen(audio, stt, model, short_hold_ms=700)
+    listener, rec = await listen(audio, stt, model, short_hold_ms=1450)
     comma = [a for a in listener.turn_asks if a.text is not None and short_text(a.text)]
     assert comma and comma[0].complete, list(listener.turn_asks)  # the comma's verdict: "complete"
     assert len(rec.of(SpeechStarted)) == 1 and len(rec.of(Transcribed)) == 1, rec.events
