@@ -7,24 +7,30 @@ test ``tests/audio/test_hearing_turn_model.py`` checks it against pipecat's refe
 onnxruntime on one intra-op thread, called from a worker thread (never the event loop).
 
 ``python -m audio.fetch_models`` installs the ONNX file from the pinned ``pipecat-ai`` wheel into
-``default_model_path()``; ``hearing.turn_model`` may point anywhere else.
+``default_model_path()``, with its int8 weights also prepared as uint8 (``audio.unsigned_int8``:
+on x86 CPUs without VNNI onnxruntime's kernels for the signed weights saturate, and the probability
+drifts); ``hearing.turn_model`` may point anywhere else (its unsigned form is prepared on first load).
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import sys
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 
 from audio.edges.wav import FloatArray
 from audio.hearing.engine import SAMPLE_RATE, ModelUnavailable
 from audio.hearing.settings import HearingSettings
+from audio.unsigned_int8 import Int8Weights, unsigned_model, wants_unsigned
+
+_LOGGER = logging.getLogger(__name__)
 
 MODEL_FILE = "smart-turn-v3.2-cpu.onnx"
 MODEL_SHA256 = "2bb026316b14a660486a75b1733cd3fbab8c2fd0314dc9af7be49f8cca967e4f"
@@ -37,6 +43,8 @@ N_FRAMES = 800
 """Mel frames of the 8 s window (10 ms hop)."""
 _NORM_EPS = 1e-7
 FETCH_COMMAND = "python -m audio.fetch_models"
+PREPARED_KIND = "smart-turn"
+"""Where the unsigned form is prepared: next to the fetched model, or under the cache directory."""
 
 
 def default_model_path() -> Path:
@@ -116,8 +124,11 @@ class TurnVerdict:
 class SmartTurnModel:
     """Smart Turn v3 on onnxruntime; ``load`` once (slow), then ``predict`` from a worker thread."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, int8_weights: Int8Weights = "auto") -> None:
         self.path = path
+        self.int8_weights: Int8Weights = int8_weights
+        self.loaded_path: Path | None = None
+        """The file onnxruntime runs: ``path`` or its unsigned form (``hearing.turn_int8_weights``)."""
         self._session: Any = None
         self._features: TurnFeatures | None = None
         self._lock = threading.Lock()
@@ -125,8 +136,9 @@ class SmartTurnModel:
     def load(self, key: str = "hearing.turn_model") -> None:
         """Open the model; raises ``ModelUnavailable`` (naming ``key`` and the fetch command)."""
         check_model_file(self.path, key)
+        run = self._runnable_path()
         try:
-            session = _session(self.path)
+            session = _session(run)
             self._features = TurnFeatures()
             names = [i.name for i in session.get_inputs()]
             if names != ["input_features"]:
@@ -135,7 +147,23 @@ class SmartTurnModel:
             raise ModelUnavailable(
                 f"{key}: {self.path} is not a Smart Turn v3 ONNX model ({err}): run `{FETCH_COMMAND} --force`"
             ) from err
-        self._session = session
+        self._session, self.loaded_path = session, run
+
+    def _runnable_path(self) -> Path:
+        """``path``, or its unsigned form when ``int8_weights`` wants it; the shipped file, with a
+        warning saying why, when that form cannot be prepared (no writable cache directory)."""
+        if not wants_unsigned(self.int8_weights):
+            return self.path
+        try:
+            return unsigned_model(self.path, PREPARED_KIND)
+        except RuntimeError as err:
+            _LOGGER.warning(
+                "hearing.turn_int8_weights: cannot prepare %s with unsigned weights (%s); running it "
+                "as shipped, whose verdicts drift on x86 CPUs without VNNI",
+                self.path,
+                err,
+            )
+            return self.path
 
     def predict(self, audio: FloatArray) -> TurnVerdict:
         """Probability that the turn whose audio (16 kHz, ending now) is ``audio`` is complete."""
@@ -161,4 +189,5 @@ def make_turn_model(settings: HearingSettings) -> SmartTurnModel | None:
     """The model ``hearing.turn_detector`` needs (not loaded yet); None for ``silence``."""
     if settings.turn_detector != "smart_turn":
         return None
-    return SmartTurnModel(resolve_model_path(settings.turn_model))
+    weights = cast(Int8Weights, settings.turn_int8_weights)  # checked by HearingSettings
+    return SmartTurnModel(resolve_model_path(settings.turn_model), weights)

@@ -18,16 +18,18 @@ again. ``python -m audio.speaking.aligned_voice SRC DST`` is the child's command
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
+
+from audio import prepared_models
 
 _LOGGER = logging.getLogger(__name__)
 
+KIND = "voices"
+"""The folder (under the environment's share and the cache directories) of prepared voices."""
+TAG = "aligned"
 PATCH_TIMEOUT_S = 120.0
 """The longest a child may take to patch one voice (the packaged one takes ~2 s)."""
 EXIT_NOT_PATCHABLE = 3
@@ -36,42 +38,30 @@ EXIT_NOT_PATCHABLE = 3
 
 def shipped_dir() -> Path:
     """Where ``audio.fetch_models`` prepares the packaged voice (inside the environment)."""
-    return Path(sys.prefix) / "share" / "robot-face" / "voices"
+    return prepared_models.shipped_dir(KIND)
 
 
 def cache_dirs() -> list[Path]:
     """Writable places for voices prepared at run time, in order of preference."""
-    dirs = [os.environ.get("ROBOT_FACE_CACHE_DIR", ""), os.environ.get("CACHE_DIRECTORY", "")]
-    found = [Path(d).expanduser() / "voices" for d in dirs if d]
-    found.append(Path.home() / ".cache" / "robot-face" / "voices")
-    return found
+    return prepared_models.cache_dirs(KIND)
 
 
 def aligned_name(source: Path) -> str:
     """The prepared file's name for ``source`` (changes when the source file changes)."""
-    st = source.stat()
-    key = f"{source.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()
-    return f"{source.stem}.{hashlib.sha1(key, usedforsecurity=False).hexdigest()[:12]}.aligned.onnx"
+    return prepared_models.prepared_name(source, TAG)
 
 
 def find_aligned(source: Path) -> Path | None:
     """A prepared aligned model for ``source`` that already exists, if any."""
-    name = aligned_name(source)
-    for folder in (shipped_dir(), *cache_dirs()):
-        if (folder / name).is_file():
-            return folder / name
-    return None
+    return prepared_models.find_prepared(source, TAG, [shipped_dir(), *cache_dirs()])
 
 
 def prepare(source: Path, folder: Path, timeout: float = PATCH_TIMEOUT_S) -> Path | None:
     """Write the aligned model of ``source`` into ``folder`` in a child process; its path, or None
     when the voice cannot be patched (it may already return alignments: load ``source`` itself).
     Raises ``OSError`` when ``folder`` cannot be written and ``RuntimeError`` when the child failed."""
-    folder.mkdir(parents=True, exist_ok=True)
     dest = folder / aligned_name(source)
-    cmd = [sys.executable, "-m", "audio.speaking.aligned_voice", str(source), str(dest)]
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, check=False)
+    done = prepared_models.run_child("audio.speaking.aligned_voice", source, dest, timeout)
     if done.returncode == EXIT_NOT_PATCHABLE:
         _LOGGER.debug("not patching %s for alignments: %s", source.name, done.stderr.strip())
         return None
@@ -115,17 +105,7 @@ def _patch(source: Path, dest: Path) -> int:
     except ValueError as err:  # already patched, or no Ceil tensor
         print(err, file=sys.stderr)
         return EXIT_NOT_PATCHABLE
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=dest.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(proto.SerializeToString())
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes it 0600: the service user reads what root prepared
-        os.replace(tmp, dest)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    prepared_models.write_atomically(dest, proto.SerializeToString())
     return 0
 
 

@@ -572,21 +572,35 @@ def _run_once(
     base: HearingSettings,
     clips: list[Clip],
     transcriber: Transcriber,
-    model: TurnModel,
+    models: dict[tuple[str, str], TurnModel],
     round_no: int,
 ) -> tuple[str, HearingSettings, list[Outcome], float]:
     """One configuration over the clips: (its label, its settings, the outcomes, the process CPU
-    seconds)."""
+    seconds). ``models`` holds the end-of-turn models loaded so far, by file and int8 weights."""
     spec, pooled = _blas_pool(spec)
     name, settings = parse_config(spec, base)
     name += BLAS_POOL_SUFFIX if pooled else ""
+    turn_model = _turn_model(settings, models) if settings.turn_detector == "smart_turn" else None
     start, cpu = time.monotonic(), time.process_time()
     with _blas_threads((os.cpu_count() or 1) if pooled else None):
-        turn_model = model if settings.turn_detector == "smart_turn" else None
         outcomes = asyncio.run(run_config(settings, clips, transcriber, turn_model))
     cpu_s = time.process_time() - cpu
     print(f"[{name}, round {round_no}: {time.monotonic() - start:.0f} s]")
     return name, settings, outcomes, cpu_s
+
+
+def _turn_model(settings: HearingSettings, models: dict[tuple[str, str], TurnModel]) -> TurnModel:
+    """The model ``settings`` run (``hearing.turn_model`` as ``turn_int8_weights`` says), loaded once."""
+    from audio.hearing.turn_model import make_turn_model
+
+    key = (settings.turn_model, settings.turn_int8_weights)
+    if key not in models:
+        model = make_turn_model(replace(settings, turn_detector="smart_turn"))
+        assert model is not None
+        model.load()
+        print(f"[end-of-turn model: {model.loaded_path}]")
+        models[key] = model
+    return models[key]
 
 
 def bench(
@@ -603,7 +617,6 @@ def bench(
 ) -> int:
     """Run every configuration over the same clips (``rounds`` times, interleaved) and print the table."""
     from audio.hearing.stt import make_transcriber
-    from audio.hearing.turn_model import SmartTurnModel, resolve_model_path
 
     clips = build_clips(directory, limit, hesitations, pauses, piper)
     n_complete = sum(c.kind == "complete" for c in clips)
@@ -615,12 +628,11 @@ def bench(
     )
     transcriber = make_transcriber(base)  # the runtime's: Whisper behind the speech gate
     transcriber.load()
-    model = SmartTurnModel(resolve_model_path(base.turn_model))
-    model.load()
+    models: dict[tuple[str, str], TurnModel] = {}
     runs: dict[str, ConfigRuns] = {}
     for r in range(rounds):
         for spec in round_order(configs, r):
-            name, settings, outcomes, cpu_s = _run_once(spec, base, clips, transcriber, model, r + 1)
+            name, settings, outcomes, cpu_s = _run_once(spec, base, clips, transcriber, models, r + 1)
             runs.setdefault(name, ConfigRuns(name)).add(outcomes, cpu_s)
             print_details(name, outcomes)
             if asks_path is not None and settings.turn_detector == "smart_turn":

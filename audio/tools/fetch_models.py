@@ -406,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
     except FetchError as err:
         print(f"fetch_models: {err}", file=sys.stderr)
         return 1
-    return prepare_packaged_voice()
+    return prepare_packaged_voice() or prepare_packaged_turn_model()
 
 
 def prepare_packaged_voice() -> int:
@@ -426,6 +426,33 @@ def prepare_packaged_voice() -> int:
         print(f"fetch_models: cannot prepare the aligned voice in {shipped_dir()}: {err}", file=sys.stderr)
         return 1
     print(f"aligned voice {'in ' + str(made) if made else 'not needed (the voice already aligns)'}")
+    return 0
+
+
+def prepare_packaged_turn_model() -> int:
+    """The fetched Smart Turn model with its int8 weights as uint8, beside it in the environment
+    (``audio.unsigned_int8``: what x86 CPUs run exactly; elsewhere the file as shipped runs, and
+    nothing is prepared); an older preparation there is removed."""
+    from audio import prepared_models
+    from audio.hearing.turn_model import PREPARED_KIND
+    from audio.unsigned_int8 import TAG, prepare, unsigned_name, wants_unsigned
+
+    source, folder = default_turn_model_path(), prepared_models.shipped_dir(PREPARED_KIND)
+    if not source.is_file() or not wants_unsigned("auto"):
+        return 0  # fetched elsewhere (--turn-dest: prepared on its first load), or not x86
+    name = unsigned_name(source)
+    for old in folder.glob(f"{source.stem}.*.{TAG}.onnx"):
+        if old.name != name:
+            old.unlink()
+    if (folder / name).is_file():
+        print(f"end-of-turn model with unsigned weights already in {folder / name}")
+        return 0
+    try:
+        made = prepare(source, folder)
+    except (OSError, RuntimeError, subprocess.TimeoutExpired) as err:
+        print(f"fetch_models: cannot prepare the end-of-turn model in {folder}: {err}", file=sys.stderr)
+        return 1
+    print(f"end-of-turn model with unsigned weights in {made}")
     return 0
 
 

@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
 from device.buttons.choice import ButtonUnavailable, make_button
@@ -22,6 +22,7 @@ from device.doctor.memory_check import check_memory
 from device.doctor.result import CheckResult
 
 if TYPE_CHECKING:
+    from audio.unsigned_int8 import Int8Weights
     from device.config import Config
 
 _LOGGER = logging.getLogger(__name__)
@@ -178,9 +179,10 @@ def check_cross_check_model(setting: str, deep: bool) -> CheckResult:
     )
 
 
-def check_turn_model(detector: str, setting: str, deep: bool) -> CheckResult:
+def check_turn_model(detector: str, setting: str, deep: bool, int8_weights: str = "auto") -> CheckResult:
     """The end-of-turn model (``hearing.turn_model``) is there and, for the fetched one, intact; with
-    ``deep`` it runs once on a second of silence."""
+    ``deep`` it loads as the daemon would (``hearing.turn_int8_weights``: which file it runs) and
+    runs once on a second of silence."""
     from audio.hearing.stt import ModelUnavailable
     from audio.hearing.turn_model import SmartTurnModel, check_model_file, resolve_model_path
 
@@ -196,20 +198,19 @@ def check_turn_model(detector: str, setting: str, deep: bool) -> CheckResult:
     if not deep:
         return CheckResult(name, "ok", f"{path} (present; --deep runs it)")
 
+    model = SmartTurnModel(path, cast("Int8Weights", int8_weights))
+
     def run() -> None:
         import numpy as np
 
-        model = SmartTurnModel(path)
         model.load()
         model.predict(np.zeros(16000, np.float32))
 
-    return _timed_check(
-        name,
-        run,
-        f"{path} does not run",
-        "python -m audio.fetch_models --force",
-        lambda took: f"{path} loads and runs in {took:.1f} s",
-    )
+    def ran(took: float) -> str:
+        form = "as shipped" if model.loaded_path == path else f"int8 weights unsigned: {model.loaded_path}"
+        return f"{path} loads and runs in {took:.1f} s ({form})"
+
+    return _timed_check(name, run, f"{path} does not run", "python -m audio.fetch_models --force", ran)
 
 
 def check_voice(voice: str, deep: bool) -> CheckResult:
@@ -465,6 +466,7 @@ def run_checks(
     cross_check_model: str = "",
     turn_detector: str = "smart_turn",
     turn_model: str = "",
+    turn_int8_weights: str = "auto",
     voice: str = "",
     simulate: bool = False,
     need_speaker: bool = True,
@@ -487,7 +489,7 @@ def run_checks(
     results.append(check_speech_check_model(deep))
     if stt_provider == "whisper":
         results.append(check_cross_check_model(cross_check_model, deep))
-    results.append(check_turn_model(turn_detector, turn_model, deep))
+    results.append(check_turn_model(turn_detector, turn_model, deep, turn_int8_weights))
     results.append(check_voice(voice, deep))
     results.append(
         check_broker(
@@ -538,6 +540,7 @@ def check_config(config: Config, deep: bool = False) -> list[CheckResult]:
         cross_check_model=config.hearing.stt_cross_check_model,
         turn_detector=config.hearing.turn_detector,
         turn_model=config.hearing.turn_model,
+        turn_int8_weights=config.hearing.turn_int8_weights,
         stt_provider=config.hearing.stt_provider,
         voice=config.speaking.voice,
         simulate=simulate,

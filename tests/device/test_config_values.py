@@ -12,6 +12,7 @@ import pytest
 
 from audio.hearing.settings import STT_PROVIDERS, VAD_AGGRESSIVENESS, VAD_FRAME_MS
 from audio.speaking.settings import SINKS
+from audio.unsigned_int8 import INT8_WEIGHTS
 from device.cli import main
 from device.config import LOG_LEVELS, SIM_SPEAKERS, ConfigError, load_config
 from face.settings import RENDERERS
@@ -81,6 +82,7 @@ BAD: list[tuple[str, Any]] = [
     ("hearing.stt_beam_size", 0),
     ("hearing.stt_window_margin_ms", -1),
     ("hearing.stt_min_window_ms", -1),
+    ("hearing.turn_int8_weights", "int8"),
     ("device.id", ""),
     ("device.sim_speaker", "speaker"),
     ("device.thinking_timeout_s", 0.0),
@@ -127,6 +129,7 @@ GOOD: list[tuple[str, Any]] = [
     ("hearing.speaking_tail_max_ms", 0),
     ("hearing.device_sample_rate", 48000),
     ("hearing.stt_beam_size", 1),
+    *(("hearing.turn_int8_weights", w) for w in INT8_WEIGHTS),
     *(("device.sim_speaker", s) for s in SIM_SPEAKERS),
     *(("device.log_level", level.lower()) for level in LOG_LEVELS),
 ]
