@@ -22,7 +22,9 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 
 def shipped_dir(kind: str) -> Path:
@@ -77,3 +79,29 @@ def write_atomically(dest: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def prepare_in_first(
+    folders: list[Path], prepare: Callable[[Path], Path | None]
+) -> tuple[Path | None, list[str]]:
+    """``prepare(folder)`` in the first of ``folders`` it can write: (what it returned, the problems
+    met on the way). A folder that cannot be made is skipped; a child that failed
+    (``RuntimeError``, or a timeout) ends the search (it would fail the same elsewhere)."""
+    problems: list[str] = []
+    for folder in folders:
+        try:
+            return prepare(folder), problems
+        except OSError as err:
+            problems.append(f"{folder}: {err}")
+        except (RuntimeError, subprocess.TimeoutExpired) as err:
+            problems.append(str(err))
+            break
+    return None, problems
+
+
+def child_main(module: str, rewrite: Callable[[Path, Path], int]) -> NoReturn:
+    """The child's command line: ``python -m module SOURCE.onnx DEST.onnx`` runs ``rewrite``."""
+    if len(sys.argv) != 3:
+        print(f"usage: python -m {module} SOURCE.onnx DEST.onnx", file=sys.stderr)
+        raise SystemExit(2)
+    raise SystemExit(rewrite(Path(sys.argv[1]), Path(sys.argv[2])))

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 import platform
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Literal
@@ -129,16 +128,10 @@ def unsigned_model(source: Path, kind: str) -> Path:
     found = prepared_models.find_prepared(source, TAG, [prepared_models.shipped_dir(kind), *folders])
     if found is not None:
         return found
-    problems: list[str] = []
-    for folder in folders:
-        try:
-            return prepare(source, folder)
-        except OSError as err:
-            problems.append(f"{folder}: {err}")
-        except (RuntimeError, subprocess.TimeoutExpired) as err:
-            problems.append(str(err))
-            break
-    raise RuntimeError("; ".join(problems))
+    made, problems = prepared_models.prepare_in_first(folders, lambda folder: prepare(source, folder))
+    if made is None:
+        raise RuntimeError("; ".join(problems))
+    return made
 
 
 def _rewrite(source: Path, dest: Path) -> int:
@@ -160,7 +153,4 @@ def _rewrite(source: Path, dest: Path) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        print("usage: python -m audio.unsigned_int8 SOURCE.onnx DEST.onnx", file=sys.stderr)
-        raise SystemExit(2)
-    raise SystemExit(_rewrite(Path(sys.argv[1]), Path(sys.argv[2])))
+    prepared_models.child_main("audio.unsigned_int8", _rewrite)

@@ -19,7 +19,6 @@ again. ``python -m audio.speaking.aligned_voice SRC DST`` is the child's command
 from __future__ import annotations
 
 import logging
-import subprocess
 import sys
 from pathlib import Path
 
@@ -76,15 +75,9 @@ def aligned_model(source: Path) -> Path | None:
     found = find_aligned(source)
     if found is not None:
         return found
-    problems: list[str] = []
-    for folder in cache_dirs():
-        try:
-            return prepare(source, folder)
-        except OSError as err:
-            problems.append(f"{folder}: {err}")
-        except (RuntimeError, subprocess.TimeoutExpired) as err:
-            problems.append(str(err))
-            break
+    made, problems = prepared_models.prepare_in_first(cache_dirs(), lambda folder: prepare(source, folder))
+    if made is not None or not problems:  # None without a problem: the voice aligns already
+        return made
     _LOGGER.warning(
         "no phoneme alignments for %s (lip-sync follows loudness): %s", source.name, "; ".join(problems)
     )
@@ -110,7 +103,4 @@ def _patch(source: Path, dest: Path) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        print("usage: python -m audio.speaking.aligned_voice SOURCE.onnx DEST.onnx", file=sys.stderr)
-        raise SystemExit(2)
-    raise SystemExit(_patch(Path(sys.argv[1]), Path(sys.argv[2])))
+    prepared_models.child_main("audio.speaking.aligned_voice", _patch)
