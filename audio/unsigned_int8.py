@@ -7,8 +7,12 @@ products into a saturating int16: large pairs are clipped, and the model compute
 on AVX2 only CPU" and OpenVINO's "saturation issue" page say the same). Smart Turn's
 probability on an AVX2-only EPYC differed from the model's own (QDQ) arithmetic by 0.13 on average
 and up to 0.81 over 120 real clips, 19 verdicts on the other side of 0.5; "Apple, river, chair."
-said alone got 0.61 instead of 0.98. With VNNI (``VPDPBUSD``, 32-bit sums) and on ARM the same
-kernels are exact.
+said alone got 0.61 instead of 0.98. With VNNI (``VPDPBUSDS``: four products summed in 32 bits),
+with AMX and on ARM the same kernels are exact, and faster than the unsigned ones, which take the
+widening path there too. Which kernel runs follows onnxruntime's own dispatch (MLAS
+``platform.cpp``): AVX-512 (F, BW, DQ, VL) runs its AVX-512 kernel, exact only with ``avx512_vnni``;
+without AVX-512 an ``avx_vnni`` CPU (Alder Lake and later) runs the exact AVX-VNNI kernel; every
+AMX CPU has ``avx512_vnni``. ``auto`` reads that from the CPU's flags (``/proc/cpuinfo``).
 
 The remedy changes no number of the model: every int8 weight ``w`` with zero point ``z`` becomes the
 uint8 ``w + 128`` with zero point ``z + 128``, so ``(w - z) * scale`` is the same. onnxruntime then
@@ -33,20 +37,48 @@ _LOGGER = logging.getLogger(__name__)
 
 Int8Weights = Literal["auto", "unsigned", "signed"]
 INT8_WEIGHTS: tuple[Int8Weights, ...] = ("auto", "unsigned", "signed")
-"""``auto``: unsigned on x86-64 (where the signed kernels may saturate), as shipped elsewhere;
-``unsigned``: always the prepared file; ``signed``: always the model as shipped."""
+"""``auto``: unsigned on x86-64 CPUs whose signed kernels saturate (no VNNI, or flags that cannot be
+read), as shipped elsewhere; ``unsigned``: always the prepared file; ``signed``: always the model as
+shipped."""
 
 TAG = "u8w"
 PREPARE_TIMEOUT_S = 120.0
 """The longest a child may take to prepare one model (Smart Turn takes ~1 s)."""
 _X86 = ("x86_64", "amd64", "i386", "i686", "x86")
+_AVX512_CORE = frozenset({"avx512f", "avx512bw", "avx512dq", "avx512vl"})
+CPUINFO = Path("/proc/cpuinfo")
 
 
-def wants_unsigned(choice: Int8Weights, machine: str | None = None) -> bool:
-    """Whether ``choice`` loads the unsigned form on ``machine`` (default: this one)."""
+def cpu_flags(cpuinfo: Path = CPUINFO) -> frozenset[str]:
+    """The first processor's feature flags in ``cpuinfo`` (Linux); empty when it cannot be read."""
+    try:
+        text = cpuinfo.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return frozenset()
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "flags":
+            return frozenset(value.split())
+    return frozenset()
+
+
+def signed_kernels_exact(flags: frozenset[str]) -> bool:
+    """Whether onnxruntime's u8·s8 kernels are exact on an x86 CPU with ``flags`` (its dispatch: the
+    AVX-512 kernel when AVX-512 core is there, exact with ``avx512_vnni``; else AVX-VNNI's)."""
+    if flags >= _AVX512_CORE:
+        return "avx512_vnni" in flags
+    return "avx_vnni" in flags
+
+
+def wants_unsigned(
+    choice: Int8Weights, machine: str | None = None, flags: frozenset[str] | None = None
+) -> bool:
+    """Whether ``choice`` loads the unsigned form on ``machine`` with CPU ``flags`` (default: this one's)."""
     if choice != "auto":
         return choice == "unsigned"
-    return (machine if machine is not None else platform.machine()).lower() in _X86
+    if (machine if machine is not None else platform.machine()).lower() not in _X86:
+        return False
+    return not signed_kernels_exact(cpu_flags() if flags is None else flags)
 
 
 def make_unsigned(model: Any) -> int:

@@ -261,8 +261,9 @@ class HearingSettings:
     """smart_turn: how the model's int8 weights are loaded: "unsigned" (the same values stored as
     uint8, prepared once on disk: exact on every CPU), "signed" (the file as shipped: on x86 CPUs
     without VNNI, AVX2 ones included, onnxruntime's kernels for it saturate and the probability
-    drifts, by 0.13 on average over real clips on an AVX2-only EPYC), or "auto" (unsigned on x86-64,
-    as shipped elsewhere, where those kernels are exact) (``audio.unsigned_int8``; default "auto")."""
+    drifts, by 0.13 on average over real clips on an AVX2-only EPYC), or "auto" (unsigned on x86-64
+    CPUs without VNNI, as shipped elsewhere: on ARM and with VNNI those kernels are exact, and faster)
+    (``audio.unsigned_int8``; default "auto")."""
 
     # ---- full duplex (audio.hearing.front_end; docs/hearing.md "Full duplex") ----------------------
     echo_cancellation: str = "off"

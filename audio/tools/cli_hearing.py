@@ -315,15 +315,17 @@ def _bench_turns(args: argparse.Namespace) -> int:
 
 def _extract_turns(args: argparse.Namespace) -> int:
     from audio.hearing.stt import make_transcriber
-    from audio.hearing.turn_model import SmartTurnModel, resolve_model_path
+    from audio.hearing.turn_model import make_turn_model
     from audio.tools.bench_turns import build_clips
     from audio.tools.bench_turns_replay import extract
 
     base = HearingSettings()
+    turn_model = make_turn_model(base)
+    assert turn_model is not None  # the default detector is smart_turn
     pauses = [float(p) for p in args.pauses.split(",")]
     clips = build_clips(args.dir, args.limit, args.hesitations, pauses, not args.no_piper)
     stt = _loaded(make_transcriber(base))
-    model = _loaded(SmartTurnModel(resolve_model_path(base.turn_model)))
+    model = _loaded(turn_model)
     print(f"{len(clips)} clips → {args.extract}")
     extract(clips, stt, model, base, args.extract)
     return 0

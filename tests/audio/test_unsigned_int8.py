@@ -19,7 +19,7 @@ from audio import prepared_models
 from audio.edges.wav import FloatArray, load_audio
 from audio.hearing.turn_model import SmartTurnModel, TurnFeatures, default_model_path
 from audio.onnx_sessions import session_options
-from audio.unsigned_int8 import make_unsigned, wants_unsigned
+from audio.unsigned_int8 import cpu_flags, make_unsigned, wants_unsigned
 from tests.audio.conftest import HEARING_SPEECH_DIR
 
 K, N = 64, 8
@@ -166,19 +166,47 @@ def test_the_runtime_model_follows_the_models_own_arithmetic_on_real_speech() ->
     assert gap.mean() < 0.06 and np.quantile(gap, 0.9) < 0.15, (gap.mean(), np.quantile(gap, 0.9))
 
 
+_AVX2 = frozenset(["fpu", "sse4_2", "avx", "avx2", "fma"])
+_SKYLAKE_X = _AVX2 | {"avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512cd"}
+_CASCADE_LAKE = _SKYLAKE_X | {"avx512_vnni"}
+_ALDER_LAKE = _AVX2 | {"avx_vnni"}
+_SAPPHIRE_RAPIDS = _CASCADE_LAKE | {"avx_vnni", "amx_tile", "amx_int8", "amx_bf16"}
+
+
 @pytest.mark.parametrize(
-    ("choice", "machine", "unsigned"),
+    ("choice", "machine", "flags", "unsigned"),
     [
-        ("auto", "x86_64", True),
-        ("auto", "AMD64", True),
-        ("auto", "aarch64", False),
-        ("auto", "armv7l", False),
-        ("unsigned", "aarch64", True),
-        ("signed", "x86_64", False),
+        ("auto", "x86_64", _AVX2, True),
+        ("auto", "AMD64", _AVX2, True),
+        ("auto", "x86_64", _SKYLAKE_X, True),  # AVX-512 without VNNI saturates too
+        ("auto", "x86_64", _SKYLAKE_X | {"avx_vnni"}, True),  # the AVX-512 kernel wins, and saturates
+        ("auto", "x86_64", _CASCADE_LAKE, False),
+        ("auto", "x86_64", _ALDER_LAKE, False),
+        ("auto", "x86_64", _SAPPHIRE_RAPIDS, False),
+        ("auto", "x86_64", frozenset(), True),  # flags unknown: the form exact everywhere
+        ("auto", "aarch64", frozenset(), False),
+        ("auto", "armv7l", frozenset(), False),
+        ("unsigned", "aarch64", frozenset(), True),
+        ("unsigned", "x86_64", _CASCADE_LAKE, True),
+        ("signed", "x86_64", _AVX2, False),
     ],
 )
-def test_auto_makes_the_weights_unsigned_on_x86_only(choice: Any, machine: str, unsigned: bool) -> None:
-    assert wants_unsigned(choice, machine) is unsigned
+def test_auto_makes_the_weights_unsigned_where_the_signed_kernels_saturate(
+    choice: Any, machine: str, flags: frozenset[str], unsigned: bool
+) -> None:
+    assert wants_unsigned(choice, machine, flags) is unsigned
+
+
+def test_the_cpu_flags_are_read_from_cpuinfo(tmp_path: Path) -> None:
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(
+        "processor\t: 0\nvendor_id\t: GenuineIntel\nflags\t\t: fpu avx2 avx512f avx512_vnni\n\n"
+        "processor\t: 1\nflags\t\t: fpu\n"
+    )
+    assert cpu_flags(cpuinfo) == {"fpu", "avx2", "avx512f", "avx512_vnni"}
+    assert cpu_flags(tmp_path / "missing") == frozenset()
+    (tmp_path / "bare").write_text("processor\t: 0\n")
+    assert cpu_flags(tmp_path / "bare") == frozenset()
 
 
 _LOAD = """
@@ -256,6 +284,10 @@ def test_the_fetcher_prepares_the_packaged_model_and_drops_an_older_preparation(
     assert fetch_models.prepare_packaged_turn_model() == 0
     assert [p.name for p in shipped.glob("*.u8w.onnx")] == [stale.name]  # on ARM: nothing prepared
     monkeypatch.setattr("platform.machine", lambda: "x86_64")
+    monkeypatch.setattr("audio.unsigned_int8.cpu_flags", lambda: _ALDER_LAKE)
+    assert fetch_models.prepare_packaged_turn_model() == 0
+    assert [p.name for p in shipped.glob("*.u8w.onnx")] == [stale.name]  # with VNNI: nothing either
+    monkeypatch.setattr("audio.unsigned_int8.cpu_flags", lambda: _AVX2)
     assert fetch_models.prepare_packaged_turn_model() == 0
     made = sorted(p.name for p in shipped.glob("*.u8w.onnx"))
     assert len(made) == 1 and made[0] != stale.name
