@@ -81,6 +81,20 @@ def wants_unsigned(
     return not signed_kernels_exact(cpu_flags() if flags is None else flags)
 
 
+def shipped_because(
+    choice: Int8Weights, machine: str | None = None, flags: frozenset[str] | None = None
+) -> str:
+    """Why ``choice`` runs the file as shipped on ``machine`` with ``flags`` (default: this one's):
+    for ``robot-face doctor``; when it wants the unsigned form, the preparation failed."""
+    if choice == "signed":
+        return "hearing.turn_int8_weights = signed"
+    if wants_unsigned(choice, machine, flags):
+        return "its unsigned form could not be prepared: the log says why"
+    if (machine if machine is not None else platform.machine()).lower() not in _X86:
+        return "exact on this CPU (not x86)"
+    return "exact on this CPU (VNNI)"
+
+
 def make_unsigned(model: Any) -> int:
     """Rewrite the int8 weights of ``model`` (an ``onnx.ModelProto``) in place as uint8 + 128, with
     their zero points + 128: the weights of ``DequantizeLinear`` (QDQ models) and the B inputs of

@@ -185,6 +185,7 @@ def check_turn_model(detector: str, setting: str, deep: bool, int8_weights: str 
     runs once on a second of silence."""
     from audio.hearing.stt import ModelUnavailable
     from audio.hearing.turn_model import SmartTurnModel, check_model_file, resolve_model_path
+    from audio.unsigned_int8 import shipped_because
 
     name = "end-of-turn model (Smart Turn)"
     if detector != "smart_turn":
@@ -207,7 +208,12 @@ def check_turn_model(detector: str, setting: str, deep: bool, int8_weights: str 
         model.predict(np.zeros(16000, np.float32))
 
     def ran(took: float) -> str:
-        form = "as shipped" if model.loaded_path == path else f"int8 weights unsigned: {model.loaded_path}"
+        shipped = model.loaded_path == path
+        form = (
+            f"as shipped: {shipped_because(model.int8_weights)}"
+            if shipped
+            else f"int8 weights unsigned: {model.loaded_path}"
+        )
         return f"{path} loads and runs in {took:.1f} s ({form})"
 
     return _timed_check(name, run, f"{path} does not run", "python -m audio.fetch_models --force", ran)

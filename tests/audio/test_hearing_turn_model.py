@@ -202,7 +202,7 @@ def test_doctor_checks_the_turn_model(tmp_path: Path) -> None:
     assert deep.status == "ok" and "runs" in deep.detail
     assert ("int8 weights unsigned" in deep.detail) is wants_unsigned("auto"), deep.detail
     signed = check_turn_model("smart_turn", "", deep=True, int8_weights="signed")
-    assert signed.status == "ok" and "(as shipped)" in signed.detail
+    assert signed.status == "ok" and "(as shipped: hearing.turn_int8_weights = signed)" in signed.detail
     missing = check_turn_model("smart_turn", str(tmp_path / "none.onnx"), deep=False)
     assert missing.status == "fail" and "hearing.turn_model" in missing.detail
     assert "fetch_models" in missing.fix

@@ -19,7 +19,7 @@ from audio import prepared_models
 from audio.edges.wav import FloatArray, load_audio
 from audio.hearing.turn_model import SmartTurnModel, TurnFeatures, default_model_path
 from audio.onnx_sessions import session_options
-from audio.unsigned_int8 import cpu_flags, make_unsigned, wants_unsigned
+from audio.unsigned_int8 import cpu_flags, make_unsigned, shipped_because, wants_unsigned
 from tests.audio.conftest import HEARING_SPEECH_DIR
 
 K, N = 64, 8
@@ -195,6 +195,22 @@ def test_auto_makes_the_weights_unsigned_where_the_signed_kernels_saturate(
     choice: Any, machine: str, flags: frozenset[str], unsigned: bool
 ) -> None:
     assert wants_unsigned(choice, machine, flags) is unsigned
+
+
+@pytest.mark.parametrize(
+    ("choice", "machine", "flags", "why"),
+    [
+        ("signed", "x86_64", _AVX2, "= signed"),
+        ("auto", "aarch64", frozenset(), "not x86"),
+        ("auto", "x86_64", _CASCADE_LAKE, "VNNI"),
+        ("auto", "x86_64", _AVX2, "could not be prepared"),
+        ("unsigned", "aarch64", frozenset(), "could not be prepared"),
+    ],
+)
+def test_the_doctor_says_why_the_file_runs_as_shipped(
+    choice: Any, machine: str, flags: frozenset[str], why: str
+) -> None:
+    assert why in shipped_because(choice, machine, flags)
 
 
 def test_the_cpu_flags_are_read_from_cpuinfo(tmp_path: Path) -> None:
