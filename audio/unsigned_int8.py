@@ -49,6 +49,11 @@ _AVX512_CORE = frozenset({"avx512f", "avx512bw", "avx512dq", "avx512vl"})
 CPUINFO = Path("/proc/cpuinfo")
 
 
+def _x86(machine: str | None) -> bool:
+    """Whether ``machine`` (default: this one) is an x86 CPU."""
+    return (machine if machine is not None else platform.machine()).lower() in _X86
+
+
 def cpu_flags(cpuinfo: Path = CPUINFO) -> frozenset[str]:
     """The first processor's feature flags in ``cpuinfo`` (Linux); empty when it cannot be read."""
     try:
@@ -76,7 +81,7 @@ def wants_unsigned(
     """Whether ``choice`` loads the unsigned form on ``machine`` with CPU ``flags`` (default: this one's)."""
     if choice != "auto":
         return choice == "unsigned"
-    if (machine if machine is not None else platform.machine()).lower() not in _X86:
+    if not _x86(machine):
         return False
     return not signed_kernels_exact(cpu_flags() if flags is None else flags)
 
@@ -90,7 +95,7 @@ def shipped_because(
         return "hearing.turn_int8_weights = signed"
     if wants_unsigned(choice, machine, flags):
         return "its unsigned form could not be prepared: the log says why"
-    if (machine if machine is not None else platform.machine()).lower() not in _X86:
+    if not _x86(machine):
         return "exact on this CPU (not x86)"
     return "exact on this CPU (VNNI)"
 
