@@ -24,7 +24,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 
 def shipped_dir(kind: str) -> Path:
@@ -97,6 +97,21 @@ def prepare_in_first(
             problems.append(str(err))
             break
     return None, problems
+
+
+def load_onnx(source: Path) -> Any | None:
+    """The child's first step: ``source`` parsed as an ``onnx.ModelProto``; None, with the reason on
+    stderr for the parent to report, when the onnx package is missing or the file is no model."""
+    try:
+        import onnx
+    except ImportError as err:
+        print(f"the onnx package is missing: {err}", file=sys.stderr)
+        return None
+    try:
+        return onnx.load(str(source))
+    except Exception as err:  # whatever the parser says, the parent reports
+        print(f"{source} is not an ONNX model: {err}", file=sys.stderr)
+        return None
 
 
 def child_main(module: str, rewrite: Callable[[Path, Path], int]) -> NoReturn:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import logging
 import platform
-import sys
 from pathlib import Path
 from typing import Any, Literal
 
@@ -187,15 +186,8 @@ def unsigned_model(source: Path, kind: str) -> Path:
 
 def _rewrite(source: Path, dest: Path) -> int:
     """The child: write ``source`` with unsigned weights into ``dest`` atomically; the exit code."""
-    try:
-        import onnx
-    except ImportError as err:
-        print(f"the onnx package is missing: {err}", file=sys.stderr)
-        return 1
-    try:
-        proto = onnx.load(str(source))
-    except Exception as err:  # whatever the parser says, the parent reports
-        print(f"{source} is not an ONNX model: {err}", file=sys.stderr)
+    proto = prepared_models.load_onnx(source)
+    if proto is None:
         return 1
     changed = make_unsigned(proto)
     prepared_models.write_atomically(dest, proto.SerializeToString())

@@ -86,13 +86,14 @@ def aligned_model(source: Path) -> Path | None:
 
 def _patch(source: Path, dest: Path) -> int:
     """The child: patch ``source`` into ``dest`` atomically; the exit code."""
+    proto = prepared_models.load_onnx(source)
+    if proto is None:
+        return 1
     try:
-        import onnx
         from piper.patch_voice_with_alignment import add_alignment_output
     except ImportError as err:
-        print(f"the onnx package is missing: {err}", file=sys.stderr)
+        print(f"piper's alignment patcher will not import: {err}", file=sys.stderr)
         return 1
-    proto = onnx.load(str(source))
     try:
         add_alignment_output(proto)
     except ValueError as err:  # already patched, or no Ceil tensor
